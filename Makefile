@@ -1,0 +1,78 @@
+# PowerOn: `make run` starts the app, `make test` runs lint and the whole suite.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+HTMX_VERSION := 2.0.11
+HTMX_WS_VERSION := 2.0.4
+PICO_VERSION := 2.1.1
+
+.PHONY: run test lint format setup setup-test system-deps vendor migrate bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Reinstall only when pyproject.toml changes.
+$(VENV)/.installed-run: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed-run
+
+setup: $(VENV)/.installed-run
+setup-test: $(VENV)/.installed-test
+
+# Debian packages the tests need: Chromium for the browser test.
+system-deps:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		echo "Installing Debian's chromium for the browser test..."; \
+		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+migrate: setup
+	$(PY) manage.py migrate --noinput
+
+run: setup
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v 0
+	$(PY) manage.py ensure_first_account
+	@echo "PowerOn is starting on http://$(HOST):$(PORT)/  (Ctrl-C stops it)"
+	DEBUG=$${DEBUG:-1} $(PY) -m daphne -b $(HOST) -p $(PORT) poweron.asgi:application
+
+lint: setup-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: setup-test
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+test: setup-test system-deps lint
+	$(PY) manage.py makemigrations --check --dry-run
+	$(VENV)/bin/pytest
+
+bench: setup-test
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# Refresh the vendored front-end files from the npm registry at the pinned versions.
+vendor:
+	@set -e; tmp=$$(mktemp -d); cd $$tmp; \
+	npm pack --silent htmx.org@$(HTMX_VERSION) htmx-ext-ws@$(HTMX_WS_VERSION) @picocss/pico@$(PICO_VERSION) >/dev/null; \
+	for f in *.tgz; do tar xzf $$f && mv package $${f%.tgz}; done; \
+	cd - >/dev/null; mkdir -p static/vendor; \
+	cp $$tmp/htmx.org-$(HTMX_VERSION)/dist/htmx.min.js static/vendor/htmx.min.js; \
+	cp $$tmp/htmx-ext-ws-$(HTMX_WS_VERSION)/dist/ws.js static/vendor/htmx-ext-ws.js; \
+	cp $$tmp/picocss-pico-$(PICO_VERSION)/css/pico.min.css static/vendor/pico.min.css; \
+	printf 'htmx.org %s\nhtmx-ext-ws %s\n@picocss/pico %s\n' $(HTMX_VERSION) $(HTMX_WS_VERSION) $(PICO_VERSION) > static/vendor/VERSIONS; \
+	rm -rf $$tmp; echo "static/vendor refreshed"; cat static/vendor/VERSIONS
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,176 @@
+"""PowerOn settings, read from the environment. Every variable is listed in the README."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("POWERON_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Read a yes/no variable: 1/true/yes/on are true."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    """Read an integer variable, naming it when it is not a number."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError as error:
+        raise ValueError(f"{name} must be an integer, got {value!r}") from error
+
+
+def env_list(name: str, default: str) -> list[str]:
+    """Read a comma-separated variable."""
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def development_secret_key() -> str:
+    """Generate a secret key once into an ignored local file, so sessions survive restarts."""
+    path = VAR_DIR / ".secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    path.write_text(key)
+    path.chmod(0o600)
+    return key
+
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = os.environ.get("SECRET_KEY") or development_secret_key()
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "channels",
+    "workflows",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "poweron.urls"
+ASGI_APPLICATION = "poweron.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "workflows.context_processors.model_status",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.config(default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=0)
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL and a busy timeout so several live workflows do not hit "database is locked".
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
+
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "workflows:home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise expects it before collectstatic
+# Serve straight from static/ too, so a checkout works before (or without) collectstatic.
+WHITENOISE_USE_FINDERS = True
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
+MEDIA_URL = "media/"
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+POWERON_MAX_UPLOAD_BYTES = env_int("POWERON_MAX_UPLOAD_BYTES", 20 * 1024 * 1024)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The model: any OpenAI-compatible server. Without one, the offline demo model runs.
+POWERON_LLM_BASE_URL = os.environ.get("POWERON_LLM_BASE_URL", "")
+POWERON_LLM_API_KEY = os.environ.get("POWERON_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
+POWERON_LLM_MODEL = os.environ.get("POWERON_LLM_MODEL", "gpt-4o-mini")
+POWERON_LLM_TIMEOUT = env_int("POWERON_LLM_TIMEOUT", 60)
+POWERON_MAX_STEPS = env_int("POWERON_MAX_STEPS", 5)
+POWERON_TOKEN_BUDGET = env_int("POWERON_TOKEN_BUDGET", 200_000)
+POWERON_TIME_BUDGET = env_int("POWERON_TIME_BUDGET", 600)
+
+# Tools: search providers and the safe fetcher.
+POWERON_SEARCH_PROVIDER = os.environ.get("POWERON_SEARCH_PROVIDER", "")
+POWERON_TAVILY_API_KEY = os.environ.get("POWERON_TAVILY_API_KEY", "")
+POWERON_TAVILY_URL = os.environ.get("POWERON_TAVILY_URL", "https://api.tavily.com")
+POWERON_SEARXNG_URL = os.environ.get("POWERON_SEARXNG_URL", "")
+POWERON_FETCH_ALLOW_HOSTS = env_list("POWERON_FETCH_ALLOW_HOSTS", "")
+POWERON_APPROVAL_METHODS = env_list("POWERON_APPROVAL_METHODS", "")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"django.channels.server": {"level": "WARNING"}},
+}

@@ -1,0 +1,87 @@
+"""Django admin pages render for a superuser and show what an admin needs."""
+
+import pytest
+from django.urls import reverse
+
+from tests.factories import workflow_with_history
+from workflows import services
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize(
+    "model", ["chatworkflow", "chatmessage", "chatdocument", "workflowevent", "connection"]
+)
+def test_changelists_render(admin_client, alice, model):
+    """Each model's list page renders with data in it."""
+    workflow_with_history(alice)
+    services.connection_create(owner=alice, label="search", kind="tavily", secret="x")
+    response = admin_client.get(reverse(f"admin:workflows_{model}_changelist"))
+    assert response.status_code == 200
+
+
+def test_workflow_list_shows_steps_and_tokens(admin_client, alice):
+    """The workflow list shows owner, mode, status, the number of steps and tokens."""
+    workflow = workflow_with_history(alice)
+    workflow.prompt_tokens, workflow.completion_tokens = 1200, 300
+    workflow.save()
+    page = admin_client.get(reverse("admin:workflows_chatworkflow_changelist")).content.decode()
+    assert "alice" in page
+    assert "React" in page
+    assert "1,200 in / 300 out" in page
+    assert '<td class="field-steps">1</td>' in page
+
+
+def test_workflow_page_has_inlines(admin_client, alice):
+    """A workflow's page shows its messages (with summary), documents and event timeline."""
+    workflow = workflow_with_history(alice)
+    response = admin_client.get(reverse("admin:workflows_chatworkflow_change", args=[workflow.pk]))
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "Extracted the quarterly figures from report.pdf" in page
+    document = workflow.documents.get()
+    assert reverse("admin:workflows_chatdocument_download", args=[document.pk]) in page
+    assert "Event timeline" in page
+    assert page.index(">round<") < page.index(">plan<") < page.index(">act<")
+
+
+def test_admin_downloads_any_document(admin_client, alice):
+    """Staff download a document from the admin."""
+    document = workflow_with_history(alice).documents.get()
+    response = admin_client.get(
+        reverse("admin:workflows_chatdocument_download", args=[document.pk])
+    )
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content).startswith(b"# Figures")
+
+
+def test_message_search_covers_content_and_summary(admin_client, alice):
+    """Messages are found by words of their summary."""
+    workflow_with_history(alice)
+    url = reverse("admin:workflows_chatmessage_changelist")
+    assert "1 result" in admin_client.get(url, {"q": "quarterly"}).content.decode()
+    assert "0 results" in admin_client.get(url, {"q": "nonexistentword"}).content.decode()
+
+
+def test_connection_secret_is_never_shown(admin_client, alice):
+    """Neither the list nor the change page of a connection contains its secret."""
+    connection = services.connection_create(
+        owner=alice, label="search", kind="tavily", secret="tvly-TOPSECRET"
+    )
+    for url in (
+        reverse("admin:workflows_connection_changelist"),
+        reverse("admin:workflows_connection_change", args=[connection.pk]),
+    ):
+        assert "tvly-TOPSECRET" not in admin_client.get(url).content.decode()
+
+
+def test_connection_blank_secret_keeps_the_stored_one(admin_client, alice):
+    """Saving a connection with the secret left blank keeps the stored secret."""
+    connection = services.connection_create(owner=alice, label="search", kind="tavily", secret="s1")
+    url = reverse("admin:workflows_connection_change", args=[connection.pk])
+    response = admin_client.post(
+        url, {"owner": alice.pk, "label": "search", "kind": "searxng", "secret": ""}
+    )
+    assert response.status_code == 302
+    connection.refresh_from_db()
+    assert (connection.kind, connection.secret) == ("searxng", "s1")

@@ -1,0 +1,179 @@
+"""Django admin: inspect workflows, their messages, documents and event timeline."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import admin
+from django.http import FileResponse, Http404
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from . import selectors
+from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
+
+
+def document_link(document: ChatDocument) -> str:
+    url = reverse("admin:workflows_chatdocument_download", args=[document.pk])
+    return format_html('<a href="{}">{}</a>', url, document.name)
+
+
+class ReadOnlyInline(admin.TabularInline):
+    """Inlines that show the record of a run; nobody edits history."""
+
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class ChatMessageInline(ReadOnlyInline):
+    model = ChatMessage
+    fields = ("round", "task", "action", "role", "action_full_name", "status", "summary", "brief")
+    readonly_fields = fields
+
+    @admin.display(description="Content")
+    def brief(self, message: ChatMessage) -> str:
+        return message.content[:200] + ("…" if len(message.content) > 200 else "")
+
+
+class ChatDocumentInline(ReadOnlyInline):
+    model = ChatDocument
+    fields = ("label", "download", "mime_type", "size", "source", "source_url")
+    readonly_fields = fields
+
+    @admin.display(description="Document")
+    def download(self, document: ChatDocument) -> str:
+        return document_link(document)
+
+
+class WorkflowEventInline(ReadOnlyInline):
+    model = WorkflowEvent
+    fields = ("seq", "type", "round", "task", "action", "payload_brief", "created")
+    readonly_fields = fields
+    ordering = ("seq",)
+    show_change_link = False
+    verbose_name_plural = "Event timeline"
+
+    @admin.display(description="Payload")
+    def payload_brief(self, event: WorkflowEvent) -> str:
+        text = json.dumps(event.payload, ensure_ascii=False)
+        return text[:300] + ("…" if len(text) > 300 else "")
+
+
+@admin.register(ChatWorkflow)
+class ChatWorkflowAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "owner", "mode", "status", "steps", "tokens", "created")
+    list_filter = ("status", "mode", "created")
+    search_fields = ("title", "owner__username", "messages__content")
+    list_select_related = ("owner",)
+    readonly_fields = ("last_seq", "prompt_tokens", "completion_tokens", "created", "updated")
+    inlines = (ChatMessageInline, ChatDocumentInline, WorkflowEventInline)
+    date_hierarchy = "created"
+
+    def get_queryset(self, request):
+        return selectors.workflow_with_step_count()
+
+    def get_search_results(self, request, queryset, search_term):
+        queryset, _ = super().get_search_results(request, queryset, search_term)
+        return queryset.distinct(), False
+
+    @admin.display(description="Steps", ordering="step_count")
+    def steps(self, workflow: ChatWorkflow) -> int:
+        return workflow.step_count  # type: ignore[attr-defined]
+
+    @admin.display(description="Tokens")
+    def tokens(self, workflow: ChatWorkflow) -> str:
+        return f"{workflow.prompt_tokens:,} in / {workflow.completion_tokens:,} out"
+
+
+@admin.register(ChatMessage)
+class ChatMessageAdmin(admin.ModelAdmin):
+    list_display = (
+        "__str__",
+        "workflow",
+        "role",
+        "action_full_name",
+        "status",
+        "summary",
+        "created",
+    )
+    list_filter = ("role", "status", "created")
+    search_fields = ("content", "summary", "workflow__title")
+    list_select_related = ("workflow",)
+    raw_id_fields = ("workflow",)
+
+
+@admin.register(ChatDocument)
+class ChatDocumentAdmin(admin.ModelAdmin):
+    list_display = ("name", "workflow", "label", "mime_type", "size", "source", "download")
+    list_filter = ("source", "mime_type")
+    search_fields = ("name", "label", "source_url")
+    list_select_related = ("workflow",)
+    raw_id_fields = ("workflow", "message")
+    readonly_fields = ("sha256", "size", "download")
+
+    @admin.display(description="Download")
+    def download(self, document: ChatDocument) -> str:
+        return document_link(document) if document.pk else "-"
+
+    def get_urls(self):
+        view = self.admin_site.admin_view(self.download_view)
+        own = [path("<int:pk>/download/", view, name="workflows_chatdocument_download")]
+        return own + super().get_urls()
+
+    def download_view(self, request, pk: int):
+        """Let staff download any document (owners use the chat's own download link)."""
+        if not self.has_view_permission(request):
+            raise Http404
+        document = ChatDocument.objects.filter(pk=pk).first()
+        if document is None:
+            raise Http404
+        return FileResponse(document.file.open("rb"), as_attachment=True, filename=document.name)
+
+
+@admin.register(WorkflowEvent)
+class WorkflowEventAdmin(admin.ModelAdmin):
+    list_display = ("workflow", "seq", "type", "round", "task", "action", "created")
+    list_filter = ("type",)
+    search_fields = ("workflow__title",)
+    list_select_related = ("workflow",)
+    raw_id_fields = ("workflow",)
+    ordering = ("workflow", "seq")
+
+
+class ConnectionForm(forms.ModelForm):
+    """Secrets are write-only: the field never renders the stored value."""
+
+    secret = forms.CharField(
+        widget=forms.PasswordInput(render_value=False),
+        required=False,
+        help_text="Write-only. Leave blank to keep the stored secret.",
+    )
+
+    class Meta:
+        model = Connection
+        fields = ("owner", "label", "kind", "secret")
+
+    def clean_secret(self) -> str:
+        secret = self.cleaned_data.get("secret", "")
+        if secret:
+            return secret
+        if self.instance.pk:
+            return self.instance.secret
+        raise forms.ValidationError("A new connection needs its secret.")
+
+
+@admin.register(Connection)
+class ConnectionAdmin(admin.ModelAdmin):
+    form = ConnectionForm
+    list_display = ("label", "kind", "owner", "created")
+    list_filter = ("kind",)
+    search_fields = ("label", "owner__username")
+    raw_id_fields = ("owner",)

@@ -1,0 +1,201 @@
+"""What PowerOn stores: workflows, their messages, documents, event timeline and connections."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+
+def default_max_steps() -> int:
+    """The configured step limit, read when a workflow is created (not at import)."""
+    return settings.POWERON_MAX_STEPS
+
+
+class ChatWorkflow(models.Model):
+    """One conversation with the agent; each user message opens a round."""
+
+    class Status(models.TextChoices):
+        IDLE = "idle", "Idle"
+        RUNNING = "running", "Running"
+        STOPPING = "stopping", "Stopping"
+        STOPPED = "stopped", "Stopped"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+
+    class Mode(models.TextChoices):
+        REACT = "react", "React"
+        ACTIONPLAN = "actionplan", "Actionplan"
+        REASONING = "reasoning", "Reasoning"
+
+    ACTIVE_STATUSES = (Status.RUNNING, Status.STOPPING)
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workflows"
+    )
+    title = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.IDLE)
+    status_reason = models.TextField(
+        blank=True, help_text="Why the last run ended as it did (shown to the user)."
+    )
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.REACT)
+    max_steps = models.PositiveSmallIntegerField(default=default_max_steps)
+    current_round = models.PositiveIntegerField(default=0)
+    current_task = models.PositiveIntegerField(default=0)
+    current_action = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    last_seq = models.PositiveBigIntegerField(
+        default=0, help_text="The seq of the newest stored event."
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated", "-id"]
+        indexes = [models.Index(fields=["owner", "-updated"]), models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return self.title or f"Workflow {self.pk}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("workflows:detail", args=[self.pk])
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+
+class ChatMessage(models.Model):
+    """A message of a workflow: the user's, the agent's answer, or one action's record."""
+
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        ACTION = "action", "Action"
+        SYSTEM = "system", "System"
+
+    workflow = models.ForeignKey(ChatWorkflow, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    round = models.PositiveIntegerField(default=0)
+    task = models.PositiveIntegerField(default=0)
+    action = models.PositiveIntegerField(default=0)
+    action_method = models.CharField(max_length=64, blank=True)
+    action_name = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=32, blank=True)
+    content = models.TextField(blank=True, help_text="Markdown.")
+    summary = models.TextField(blank=True, help_text="A short text kept when an action completes.")
+    documents_label = models.CharField(max_length=200, blank=True)
+    success = models.BooleanField(null=True)
+    learnings = models.JSONField(default=list, blank=True)
+    feedback = models.SmallIntegerField(
+        null=True, blank=True, choices=[(1, "Thumbs up"), (-1, "Thumbs down")]
+    )
+    feedback_comment = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created", "id"]
+        indexes = [models.Index(fields=["workflow", "round", "task", "action"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_role_display()} r{self.round}t{self.task}a{self.action}"
+
+    @property
+    def action_full_name(self) -> str:
+        return f"{self.action_method}.{self.action_name}" if self.action_method else ""
+
+
+def document_upload_to(document: ChatDocument, filename: str) -> str:
+    """Store files per workflow, so one workflow's files never mix with another's."""
+    return f"workflows/{document.workflow_id}/{document.label or 'documents'}/{filename}"
+
+
+class ChatDocument(models.Model):
+    """A file of a workflow: uploaded by the user, produced by an action, or fetched."""
+
+    class Source(models.TextChoices):
+        UPLOADED = "uploaded", "Uploaded"
+        PRODUCED = "produced", "Produced"
+        FETCHED = "fetched", "Fetched"
+
+    workflow = models.ForeignKey(ChatWorkflow, on_delete=models.CASCADE, related_name="documents")
+    message = models.ForeignKey(
+        ChatMessage, null=True, blank=True, on_delete=models.SET_NULL, related_name="documents"
+    )
+    round = models.PositiveIntegerField(default=0)
+    label = models.CharField(max_length=200, help_text="e.g. round1_task1_action2_results")
+    name = models.CharField(max_length=255)
+    mime_type = models.CharField(max_length=127, default="application/octet-stream")
+    size = models.PositiveBigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64)
+    file = models.FileField(upload_to=document_upload_to, max_length=500)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.PRODUCED)
+    source_url = models.URLField(max_length=2000, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created", "id"]
+        indexes = [models.Index(fields=["workflow", "label"])]
+
+    def __str__(self) -> str:
+        return f"{self.label}/{self.name}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("workflows:document", args=[self.workflow_id, self.pk])
+
+
+class WorkflowEvent(models.Model):
+    """One streamed step, stored before it is sent: the append-only record of a workflow."""
+
+    workflow = models.ForeignKey(ChatWorkflow, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    type = models.CharField(max_length=32)
+    round = models.PositiveIntegerField(default=0)
+    task = models.PositiveIntegerField(default=0)
+    action = models.PositiveIntegerField(default=0)
+    payload = models.JSONField(default=dict, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["workflow", "seq"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workflow", "seq"], name="event_seq_unique_per_workflow"
+            ),
+            models.CheckConstraint(condition=models.Q(seq__gt=0), name="event_seq_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.type}"
+
+
+class Connection(models.Model):
+    """A user's credential for a provider (e.g. their own Tavily key), named by label.
+
+    The secret is never rendered in templates, admin, logs, events or prompts.
+    """
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="connections"
+    )
+    label = models.SlugField(max_length=64)
+    kind = models.CharField(max_length=32, help_text="The provider, e.g. tavily.")
+    secret = models.TextField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["label"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "label"], name="connection_label_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.kind})"
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.label} kind={self.kind} secret=***>"

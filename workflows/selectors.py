@@ -1,0 +1,42 @@
+"""Reads: what a user may see. Anything not theirs is a 404, never a 403."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q, QuerySet
+from django.shortcuts import get_object_or_404
+
+from .models import ChatDocument, ChatMessage, ChatWorkflow, WorkflowEvent
+
+
+def workflow_list(*, user) -> QuerySet[ChatWorkflow]:
+    """The user's workflows, newest activity first."""
+    return ChatWorkflow.objects.filter(owner=user)
+
+
+def workflow_get(*, user, workflow_id: int) -> ChatWorkflow:
+    """One of the user's workflows, or 404."""
+    return get_object_or_404(ChatWorkflow, pk=workflow_id, owner=user)
+
+
+def workflow_with_step_count() -> QuerySet[ChatWorkflow]:
+    """Workflows annotated with how many actions they ran (for admin lists)."""
+    return ChatWorkflow.objects.annotate(
+        step_count=Count("messages", filter=Q(messages__role=ChatMessage.Role.ACTION))
+    )
+
+
+def message_list(*, workflow: ChatWorkflow) -> QuerySet[ChatMessage]:
+    """A workflow's messages in the order they were written."""
+    return workflow.messages.prefetch_related("documents")
+
+
+def document_get(*, user, workflow_id: int, document_id: int) -> ChatDocument:
+    """One of the user's documents, or 404."""
+    return get_object_or_404(
+        ChatDocument, pk=document_id, workflow_id=workflow_id, workflow__owner=user
+    )
+
+
+def event_list_after(*, workflow_id: int, after_seq: int) -> QuerySet[WorkflowEvent]:
+    """The events after `after_seq`, in seq order: what a reconnecting client missed."""
+    return WorkflowEvent.objects.filter(workflow_id=workflow_id, seq__gt=after_seq).order_by("seq")
