@@ -1,0 +1,117 @@
+"""Settings come from the environment; checked in a fresh interpreter per case."""
+
+import json
+import os
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROBE = """
+import json
+from django.conf import settings
+import django
+django.setup()
+print(json.dumps({
+    "engine": settings.DATABASES["default"]["ENGINE"],
+    "name": str(settings.DATABASES["default"]["NAME"]),
+    "layer": settings.CHANNEL_LAYERS["default"]["BACKEND"],
+    "debug": settings.DEBUG,
+    "hosts": settings.ALLOWED_HOSTS,
+    "key": settings.SECRET_KEY,
+    "api_key": settings.POWERON_LLM_API_KEY,
+    "max_steps": settings.POWERON_MAX_STEPS,
+}))
+"""
+
+
+def probe(tmp_path, **env: str) -> dict:
+    """Load the settings in a new interpreter with only the given variables set."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("POWERON_", "DJANGO_"))}
+    for name in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS"):
+        clean.pop(name, None)
+    clean.pop("OPENAI_API_KEY", None)
+    clean.update(DJANGO_SETTINGS_MODULE="poweron.settings", POWERON_VAR_DIR=str(tmp_path), **env)
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, env=clean, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_embedded_defaults(tmp_path):
+    """Unset, the app runs on a SQLite file and the in-memory channel layer."""
+    values = probe(tmp_path)
+    assert values["engine"] == "django.db.backends.sqlite3"
+    assert values["name"] == str(tmp_path / "db.sqlite3")
+    assert values["layer"] == "channels.layers.InMemoryChannelLayer"
+    assert values["debug"] is False
+    assert values["max_steps"] == 5
+
+
+def test_secret_key_generated_once_into_an_ignored_file(tmp_path):
+    """Without SECRET_KEY a key is generated once and reused on the next start."""
+    first = probe(tmp_path)["key"]
+    assert len(first) > 40
+    assert (tmp_path / ".secret_key").read_text() == first
+    assert probe(tmp_path)["key"] == first
+    assert probe(tmp_path, SECRET_KEY="given")["key"] == "given"
+
+
+def test_production_services_from_urls(tmp_path):
+    """DATABASE_URL selects PostgreSQL and REDIS_URL the Redis channel layer."""
+    values = probe(
+        tmp_path,
+        DATABASE_URL="postgres://u@127.0.0.1:5432/poweron",
+        REDIS_URL="redis://127.0.0.1:6379/0",
+        DEBUG="true",
+        ALLOWED_HOSTS="chat.example.org, 127.0.0.1",
+    )
+    assert values["engine"] == "django.db.backends.postgresql"
+    assert values["name"] == "poweron"
+    assert values["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert values["debug"] is True
+    assert values["hosts"] == ["chat.example.org", "127.0.0.1"]
+
+
+def test_model_key_falls_back_to_openai_api_key(tmp_path):
+    """POWERON_LLM_API_KEY wins; OPENAI_API_KEY is the fallback."""
+    assert probe(tmp_path, OPENAI_API_KEY="sk-a")["api_key"] == "sk-a"
+    assert probe(tmp_path, OPENAI_API_KEY="sk-a", POWERON_LLM_API_KEY="k-b")["api_key"] == "k-b"
+
+
+def test_bad_integer_names_the_variable(tmp_path):
+    """A non-numeric POWERON_MAX_STEPS stops start-up with the variable named."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERON_")}
+    env.update(POWERON_VAR_DIR=str(tmp_path), POWERON_MAX_STEPS="five")
+    result = subprocess.run(
+        [sys.executable, "-c", "import poweron.settings"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert "POWERON_MAX_STEPS must be an integer" in result.stderr
+
+
+@pytest.mark.django_db
+def test_first_account_created_once_and_password_printed():
+    """With no user, a superuser is created and its password printed; never again after."""
+    out = StringIO()
+    call_command("ensure_first_account", stdout=out)
+    text = out.getvalue()
+    password = text.split("password: ")[1].split()[0]
+    user = get_user_model().objects.get()
+    assert user.is_superuser
+    assert user.check_password(password)
+    again = StringIO()
+    call_command("ensure_first_account", stdout=again)
+    assert again.getvalue() == ""
+    assert get_user_model().objects.count() == 1
