@@ -1,0 +1,495 @@
+"""Text and structure from the files users upload and actions produce, parsed with limits.
+
+Every input is hostile until parsed: sizes are capped before a parser runs, DOCX archives
+are checked for zip and XML entity bombs before python-docx opens them, and any parser
+failure becomes an ExtractionError with a message fit to show the user.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import PurePosixPath
+from typing import Any
+
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import fromstring as defused_fromstring
+from pydantic import BaseModel, Field, computed_field
+
+DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+class ExtractionError(ValueError):
+    """A document could not be read; the message says why, in words a user understands."""
+
+
+class Section(BaseModel):
+    """One part of a document: a page of a PDF, a heading's section, a table."""
+
+    title: str
+    text: str
+    page: int | None = None
+
+
+class Extracted(BaseModel):
+    """What a document says, in sections, plus facts about the file."""
+
+    kind: str
+    """pdf, docx, html, markdown, text, csv or json."""
+    sections: list[Section]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    truncated: bool = False
+    """True when the page or character cap cut the text short."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def text(self) -> str:
+        """All sections' text, in order."""
+        return "\n\n".join(section.text for section in self.sections if section.text)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps that keep a hostile file from exhausting memory or time."""
+
+    max_bytes: int = 20_000_000
+    max_chars: int = 1_000_000
+    max_pages: int = 300
+    max_zip_entries: int = 2_000
+    max_zip_bytes: int = 100_000_000
+    """Sum of the declared uncompressed sizes of a DOCX archive."""
+    max_zip_ratio: int = 200
+    """Largest compression ratio a single archive member may claim."""
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> Limits:
+        """Limits from the host's tool settings (document_max_bytes/_chars/_pages)."""
+        default = cls()
+        return cls(
+            max_bytes=int(settings.get("document_max_bytes", default.max_bytes)),
+            max_chars=int(settings.get("document_max_chars", default.max_chars)),
+            max_pages=int(settings.get("document_max_pages", default.max_pages)),
+        )
+
+
+_BY_MIME = {
+    "application/pdf": "pdf",
+    DOCX_MIME: "docx",
+    "text/html": "html",
+    "application/xhtml+xml": "html",
+    "text/markdown": "markdown",
+    "text/x-markdown": "markdown",
+    "text/csv": "csv",
+    "text/tab-separated-values": "csv",
+    "application/json": "json",
+    "text/plain": "text",
+}
+_BY_SUFFIX = {
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".json": "json",
+    ".txt": "text",
+    ".text": "text",
+    ".log": "text",
+}
+SUPPORTED_KINDS = ("pdf", "docx", "html", "markdown", "text", "csv", "json")
+
+
+def detect_kind(name: str, mime: str) -> str | None:
+    """The parser for a file, from its MIME type or else its name; None when unsupported."""
+    base = mime.split(";")[0].strip().lower()
+    if base in _BY_MIME:
+        return _BY_MIME[base]
+    if base.endswith("+json"):
+        return "json"
+    suffix = PurePosixPath(name.lower()).suffix
+    if suffix in _BY_SUFFIX:
+        return _BY_SUFFIX[suffix]
+    return "text" if base.startswith("text/") else None
+
+
+def extract(data: bytes, *, name: str, mime: str, limits: Limits | None = None) -> Extracted:
+    """Parse one document. Raises ExtractionError for anything it cannot read safely."""
+    limits = limits or Limits()
+    if len(data) > limits.max_bytes:
+        raise ExtractionError(
+            f"{name} is too large to read ({len(data):,} bytes; the limit is {limits.max_bytes:,})"
+        )
+    kind = detect_kind(name, mime)
+    if kind is None and data.startswith(b"%PDF-"):
+        kind = "pdf"
+    if kind is None:
+        raise ExtractionError(
+            f"{name} has an unsupported type ({mime or 'unknown'}); "
+            f"supported: {', '.join(SUPPORTED_KINDS)}"
+        )
+    try:
+        result = _PARSERS[kind](data, limits)
+    except ExtractionError as error:
+        raise ExtractionError(f"{name}: {error}") from None
+    except RecursionError:
+        raise ExtractionError(f"{name}: the {kind} structure is nested too deeply") from None
+    except MemoryError:
+        raise ExtractionError(f"{name}: the {kind} content is too large to read") from None
+    except Exception as error:  # A parser choking on a malformed file is an expected outcome.
+        detail = str(error)[:200] or type(error).__name__
+        raise ExtractionError(f"{name} is not a readable {kind} file ({detail})") from None
+    return _cap_chars(result, limits.max_chars)
+
+
+def _cap_chars(result: Extracted, max_chars: int) -> Extracted:
+    kept: list[Section] = []
+    budget = max_chars
+    for section in result.sections:
+        if budget <= 0:
+            result.truncated = True
+            break
+        if len(section.text) > budget:
+            section = section.model_copy(update={"text": section.text[:budget]})
+            result.truncated = True
+        kept.append(section)
+        budget -= len(section.text)
+    result.sections = kept
+    return result
+
+
+# --- Plain text, Markdown, JSON, CSV -------------------------------------------------------
+
+
+def decode_text(data: bytes) -> str:
+    """Decode text bytes: UTF-8 (with or without BOM), UTF-16 with a BOM, else Latin-1."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _text(data: bytes, limits: Limits) -> Extracted:
+    text = decode_text(data).replace("\r\n", "\n").strip()
+    return Extracted(kind="text", sections=[Section(title="Text", text=text)])
+
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def markdown_sections(text: str, *, default_title: str = "Introduction") -> list[Section]:
+    """Split Markdown into sections at ATX headings, ignoring '#' lines inside code fences."""
+    sections: list[Section] = []
+    title, lines, fence = default_title, [], None
+    for line in text.splitlines():
+        if match := _FENCE.match(line):
+            fence = None if fence == match[1] else fence or match[1]
+        heading = None if fence else _HEADING.match(line)
+        if heading:
+            if "\n".join(lines).strip():
+                sections.append(Section(title=title, text="\n".join(lines).strip()))
+            title, lines = heading[2] or default_title, [line]
+        else:
+            lines.append(line)
+    if "\n".join(lines).strip():
+        sections.append(Section(title=title, text="\n".join(lines).strip()))
+    return sections
+
+
+def _markdown(data: bytes, limits: Limits) -> Extracted:
+    text = decode_text(data).replace("\r\n", "\n")
+    return Extracted(kind="markdown", sections=markdown_sections(text))
+
+
+def _json(data: bytes, limits: Limits) -> Extracted:
+    try:
+        value = json.loads(decode_text(data))
+    except json.JSONDecodeError as error:
+        raise ExtractionError(f"not valid JSON ({error})") from None
+    outline = "\n".join(_json_outline(value, depth=0, limit=60))
+    pretty = json.dumps(value, indent=2, ensure_ascii=False)
+    metadata: dict[str, Any] = {"type": type(value).__name__}
+    if isinstance(value, dict):
+        metadata["keys"] = list(value)[:50]
+    elif isinstance(value, list):
+        metadata["items"] = len(value)
+    sections = [Section(title="Outline", text=outline), Section(title="Data", text=pretty)]
+    return Extracted(kind="json", sections=sections, metadata=metadata)
+
+
+def _json_outline(value: Any, *, depth: int, limit: int) -> Iterator[str]:
+    """Key paths with value types, three levels deep, at most `limit` lines."""
+    lines = list(_walk_json(value, "$", depth, 3))
+    yield from lines[:limit]
+    if len(lines) > limit:
+        yield f"… {len(lines) - limit} more"
+
+
+def _walk_json(value: Any, path: str, depth: int, max_depth: int) -> Iterator[str]:
+    if isinstance(value, dict):
+        yield f"{path}: object ({len(value)} keys)"
+        if depth < max_depth:
+            for key, child in list(value.items())[:40]:
+                yield from _walk_json(child, f"{path}.{key}", depth + 1, max_depth)
+    elif isinstance(value, list):
+        yield f"{path}: array ({len(value)} items)"
+        if value and depth < max_depth:
+            yield from _walk_json(value[0], f"{path}[0]", depth + 1, max_depth)
+    else:
+        yield f"{path}: {type(value).__name__}"
+
+
+def _csv(data: bytes, limits: Limits) -> Extracted:
+    text = decode_text(data)
+    try:
+        dialect: Any = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text), dialect) if any(row)]
+    except csv.Error as error:
+        raise ExtractionError(f"not valid CSV ({error})") from None
+    if not rows:
+        raise ExtractionError("the CSV file has no rows")
+    header, body = rows[0], rows[1:]
+    summary = f"{len(body)} rows × {len(header)} columns: {', '.join(header)}"
+    metadata = {
+        "columns": header,
+        "rows": len(body),
+        "delimiter": dialect.delimiter,
+        "preview": body[:5],
+    }
+    sections = [
+        Section(title="Summary", text=summary),
+        Section(title="Data", text=markdown_table(header, body, max_chars=limits.max_chars)),
+    ]
+    return Extracted(kind="csv", sections=sections, metadata=metadata)
+
+
+def markdown_table(header: list[str], rows: list[list[str]], *, max_chars: int) -> str:
+    """Rows as a Markdown pipe table, stopping before max_chars."""
+
+    def line(cells: list[str]) -> str:
+        cleaned = (cell.replace("|", "\\|").replace("\n", " ") for cell in cells)
+        return "| " + " | ".join(cleaned) + " |"
+
+    width = max(len(header), 1)
+    out = [line(header), "|" + "---|" * width]
+    size = sum(len(part) for part in out)
+    for index, row in enumerate(rows):
+        rendered = line((row + [""] * width)[:width] if len(row) < width else row)
+        size += len(rendered) + 1
+        if size > max_chars:
+            out.append(f"\n… {len(rows) - index} more rows")
+            break
+        out.append(rendered)
+    return "\n".join(out)
+
+
+# --- HTML --------------------------------------------------------------------------------
+
+
+class _TextCollector(HTMLParser):
+    """Visible text and the <title> of an HTML page, skipping script, style and the like."""
+
+    SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head"})
+    BLOCK = frozenset({"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title = ""
+        self._skip = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        if tag in self.SKIP:
+            self._skip += 1
+        if tag in self.BLOCK:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        if tag in self.SKIP and self._skip:
+            self._skip -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+        elif not self._skip:
+            self.parts.append(data)
+
+
+def _html(data: bytes, limits: Limits) -> Extracted:
+    import trafilatura  # Imported on use: it is slow to import and most runs never need it.
+
+    html = decode_text(data)
+    collector = _TextCollector()
+    collector.feed(html)
+    collector.close()
+    title = " ".join(collector.title.split())
+    markdown = trafilatura.extract(
+        html, output_format="markdown", include_tables=True, include_formatting=True
+    )
+    if not markdown:
+        lines = (" ".join(line.split()) for line in "".join(collector.parts).splitlines())
+        markdown = "\n\n".join(line for line in lines if line)
+    sections = markdown_sections(markdown, default_title=title or "Content")
+    return Extracted(kind="html", sections=sections, metadata={"title": title} if title else {})
+
+
+# --- PDF ---------------------------------------------------------------------------------
+
+
+def _pdf(data: bytes, limits: Limits) -> Extracted:
+    from pypdf import PdfReader
+
+    reader = PdfReader(io.BytesIO(data), strict=False)
+    if reader.is_encrypted:
+        # Owner-password-only PDFs open with an empty user password; anything else cannot.
+        try:
+            opened = reader.decrypt("")
+        except Exception:
+            opened = 0
+        if not opened:
+            raise ExtractionError("the PDF is encrypted and needs a password")
+    total = len(reader.pages)
+    sections: list[Section] = []
+    chars = 0
+    for number, page in enumerate(reader.pages, start=1):
+        if number > limits.max_pages or chars > limits.max_chars:
+            break
+        text = (page.extract_text() or "").strip()
+        chars += len(text)
+        sections.append(Section(title=f"Page {number}", text=text, page=number))
+    metadata: dict[str, Any] = {"pages": total}
+    info = reader.metadata
+    if info is not None:
+        for key in ("title", "author", "subject"):
+            value = getattr(info, key, None)
+            if value:
+                metadata[key] = str(value)[:200]
+    return Extracted(
+        kind="pdf", sections=sections, metadata=metadata, truncated=len(sections) < total
+    )
+
+
+# --- DOCX --------------------------------------------------------------------------------
+
+
+def check_docx_archive(data: bytes, limits: Limits) -> None:
+    """Reject zip bombs and XML entity bombs before python-docx parses anything.
+
+    zipfile never reads more than a member's declared size, so checking the declared sizes
+    bounds what python-docx will inflate.
+    """
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise ExtractionError("not a valid DOCX file (it is not a zip archive)") from None
+    with archive:
+        members = archive.infolist()
+        if len(members) > limits.max_zip_entries:
+            raise ExtractionError(f"the DOCX archive has too many entries ({len(members):,})")
+        declared = sum(member.file_size for member in members)
+        if declared > limits.max_zip_bytes:
+            raise ExtractionError(
+                f"the DOCX archive would expand to {declared:,} bytes "
+                f"(the limit is {limits.max_zip_bytes:,})"
+            )
+        for member in members:
+            ratio = member.file_size / max(member.compress_size, 1)
+            if member.file_size > 1_000_000 and ratio > limits.max_zip_ratio:
+                raise ExtractionError(f"the DOCX part {member.filename} is a compression bomb")
+        if "word/document.xml" not in archive.namelist():
+            raise ExtractionError("not a valid DOCX file (word/document.xml is missing)")
+        for member in members:
+            if member.filename.endswith((".xml", ".rels")):
+                _check_xml(member.filename, archive.read(member))
+
+
+def _check_xml(name: str, part: bytes) -> None:
+    try:
+        defused_fromstring(part, forbid_dtd=True)
+    except DefusedXmlException:
+        raise ExtractionError(
+            f"the DOCX part {name} declares a DTD or entities, which DOCX never needs"
+        ) from None
+    except Exception as error:
+        raise ExtractionError(f"the DOCX part {name} is not well-formed XML ({error})") from None
+
+
+def _docx(data: bytes, limits: Limits) -> Extracted:
+    check_docx_archive(data, limits)
+    import docx
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    document = docx.Document(io.BytesIO(data))
+    sections: list[Section] = []
+    title, lines = "Introduction", []
+    tables = 0
+
+    def flush() -> None:
+        if any(line.strip() for line in lines):
+            sections.append(Section(title=title, text="\n\n".join(lines).strip()))
+
+    for block in document.iter_inner_content():
+        if isinstance(block, Paragraph):
+            text = block.text.strip()
+            level = _heading_level(block.style.name if block.style is not None else "")
+            if level and text:
+                flush()
+                title, lines = text, [f"{'#' * level} {text}"]
+            elif text:
+                lines.append(text)
+        elif isinstance(block, Table):
+            tables += 1
+            lines.append(_docx_table(block, limits))
+    flush()
+    core = document.core_properties
+    metadata: dict[str, Any] = {"tables": tables}
+    if core.title:
+        metadata["title"] = core.title[:200]
+    if core.author:
+        metadata["author"] = core.author[:200]
+    return Extracted(kind="docx", sections=sections, metadata=metadata)
+
+
+def _heading_level(style: str) -> int:
+    if style == "Title":
+        return 1
+    match = re.fullmatch(r"Heading (\d)", style)
+    return min(int(match[1]), 6) if match else 0
+
+
+def _docx_table(table: Any, limits: Limits) -> str:
+    rows = [[cell.text.strip() for cell in row.cells] for row in table.rows]
+    if not rows:
+        return ""
+    return markdown_table(rows[0], rows[1:], max_chars=limits.max_chars)
+
+
+_PARSERS: dict[str, Callable[[bytes, Limits], Extracted]] = {
+    "pdf": _pdf,
+    "docx": _docx,
+    "html": _html,
+    "markdown": _markdown,
+    "text": _text,
+    "csv": _csv,
+    "json": _json,
+}
