@@ -1,0 +1,141 @@
+"""Which web addresses the fetcher may reach: URL parsing and the public-address rule.
+
+Pure functions, no I/O: the fetcher resolves names and then asks these whether every
+address it got is a public one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+# What inet_aton accepts besides dotted quads: 2130706433, 0177.0.0.1, 0x7f.1, 127.1.
+_NUMERIC_HOST = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}$", re.I)
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+class AddressRefused(ValueError):
+    """A URL the fetcher will not request; the message says why, in plain words."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One parsed http(s) URL, with its host in canonical form."""
+
+    url: httpx.URL
+    """The URL as requested (no fragment), with numeric hosts rewritten to dotted form."""
+    host: str
+    """ASCII host name (IDNA), or the canonical IP address for a literal."""
+    port: int
+    literal: IPAddress | None
+    """The address itself when the URL names one instead of a host name."""
+
+    @property
+    def host_header(self) -> str:
+        """The Host header value: host, bracketed for IPv6, port unless the default."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        if self.port == DEFAULT_PORTS[self.url.scheme]:
+            return host
+        return f"{host}:{self.port}"
+
+    @property
+    def origin(self) -> str:
+        """ "host:port", the form allow_hosts lists."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @property
+    def site(self) -> str:
+        """scheme://host[:port], the key robots.txt is cached under."""
+        return f"{self.url.scheme}://{self.host_header}"
+
+
+def literal_address(host: str) -> IPAddress | None:
+    """The address a host string denotes by itself, in any form inet_aton accepts."""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    if _NUMERIC_HOST.match(host):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            raise AddressRefused(f"{host!r} is not a valid address") from None
+    return None
+
+
+def parse_target(raw: str) -> Target:
+    """Parse an http(s) URL; raise AddressRefused for other schemes or malformed URLs."""
+    text = raw.strip()
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        raise AddressRefused(f"{text!r} is not a valid web address") from None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        shown = f"{scheme}:" if scheme else "this kind of"
+        raise AddressRefused(f"Only http and https addresses are fetched, not {shown} ({text})")
+    if parts.username is not None or parts.password is not None:
+        raise AddressRefused(f"Addresses with a user name or password are not fetched ({text})")
+    host = (parts.hostname or "").rstrip(".")
+    if not host:
+        raise AddressRefused(f"{text!r} names no host")
+    port = port or DEFAULT_PORTS[scheme]
+    literal = literal_address(host)
+    if literal is not None:
+        host = str(literal)
+    shown_host = f"[{host}]" if ":" in host else host
+    netloc = shown_host if port == DEFAULT_PORTS[scheme] else f"{shown_host}:{port}"
+    try:
+        url = httpx.URL(urlunsplit((scheme, netloc, parts.path or "/", parts.query, "")))
+        ascii_host = url.raw_host.decode("ascii")
+    except (httpx.InvalidURL, UnicodeError):
+        raise AddressRefused(f"{text!r} is not a valid web address") from None
+    return Target(url=url, host=host if literal else ascii_host, port=port, literal=literal)
+
+
+def non_public_reason(address: IPAddress) -> str | None:
+    """Why an address is not on the public internet, or None when it is."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is None and address in _NAT64:
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if embedded is not None:
+            return non_public_reason(embedded)
+    if address.is_unspecified:
+        return "the unspecified address"
+    if address.is_loopback:
+        return "a loopback address of this machine"
+    if address.is_link_local:
+        return "a link-local address (such as a cloud metadata service)"
+    if address.is_multicast:
+        return "a multicast address"
+    if address.is_private:
+        return "a private network address"
+    if address.is_reserved or not address.is_global:
+        return "a reserved address"
+    return None
+
+
+def is_local_name(host: str) -> bool:
+    """True for "localhost" and its subdomains, which always mean this machine."""
+    return host == "localhost" or host.endswith(".localhost")
+
+
+def same_site(a: Target, b: Target) -> bool:
+    """True when two URLs are on the same host and port (http and https count as one)."""
+    return (
+        a.host == b.host
+        and a.port == b.port
+        or (a.host == b.host and {a.port, b.port} <= set(DEFAULT_PORTS.values()))
+    )
