@@ -43,6 +43,7 @@ run: setup
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py ensure_first_account
+	$(PY) manage.py settle_runs
 	@echo "PowerOn is starting on http://$(HOST):$(PORT)/  (Ctrl-C stops it)"
 	DEBUG=$${DEBUG:-1} $(PY) -m daphne -b $(HOST) -p $(PORT) poweron.asgi:application
 

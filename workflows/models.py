@@ -48,6 +48,9 @@ class ChatWorkflow(models.Model):
     last_seq = models.PositiveBigIntegerField(
         default=0, help_text="The seq of the newest stored event."
     )
+    heartbeat = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the run (to find cut-off runs)."
+    )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 

@@ -1,3 +1,9 @@
 """WebSocket routes."""
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from .consumers import WorkflowConsumer
+
+websocket_urlpatterns = [
+    path("ws/workflows/<int:workflow_id>/", WorkflowConsumer.as_asgi()),
+]

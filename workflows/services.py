@@ -8,7 +8,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from django.core.files.base import ContentFile
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import F
 from django.utils.text import get_valid_filename
 
@@ -96,3 +96,104 @@ def connection_create(*, owner, label: str, kind: str, secret: str) -> Connectio
     connection.full_clean()
     connection.save()
     return connection
+
+
+def message_feedback(*, message: ChatMessage, rating: int, comment: str = "") -> ChatMessage:
+    """Record a user's thumbs up (1) or down (-1) on an answer."""
+    message.feedback = rating
+    message.feedback_comment = comment.strip()
+    message.save(update_fields=["feedback", "feedback_comment"])
+    return message
+
+
+PENDING_UPLOAD_LABEL = "pending_upload"
+
+
+def upload_label(round: int) -> str:
+    """The label of the documents a user sent with the message that opened `round`."""
+    return f"round{round}_upload"
+
+
+class WorkflowBusy(Exception):
+    """A run is already in progress for this workflow."""
+
+
+def round_open(
+    *, workflow_id: int, owner, text: str, document_ids: list[int]
+) -> tuple[ChatWorkflow, ChatMessage]:
+    """Claim an idle workflow for a new round, store the user's message, attach its uploads.
+
+    One run per workflow: the status update is a compare-and-set, so a second start loses.
+    """
+    with transaction.atomic():
+        claimed = (
+            ChatWorkflow.objects.filter(pk=workflow_id, owner=owner)
+            .exclude(status__in=ChatWorkflow.ACTIVE_STATUSES)
+            .update(
+                status=ChatWorkflow.Status.RUNNING,
+                status_reason="",
+                current_round=F("current_round") + 1,
+                current_task=0,
+                current_action=0,
+            )
+        )
+        if not claimed:
+            raise WorkflowBusy("This workflow is already running; stop it or wait for it.")
+        workflow = ChatWorkflow.objects.get(pk=workflow_id)
+        if not workflow.title:
+            workflow.title = text.strip().splitlines()[0][:80]
+            workflow.save(update_fields=["title"])
+        message = ChatMessage.objects.create(
+            workflow=workflow,
+            role=ChatMessage.Role.USER,
+            content=text,
+            round=workflow.current_round,
+            status="sent",
+        )
+        workflow.documents.filter(
+            pk__in=document_ids, label=PENDING_UPLOAD_LABEL, source=ChatDocument.Source.UPLOADED
+        ).update(
+            label=upload_label(workflow.current_round),
+            round=workflow.current_round,
+            message=message,
+        )
+    return workflow, message
+
+
+def workflow_settle(*, workflow_id: int, status: str, reason: str = "") -> None:
+    """Record how a run ended (always called, also after a crash or a stop)."""
+    ChatWorkflow.objects.filter(pk=workflow_id).update(status=status, status_reason=reason[:2000])
+
+
+def runs_settle_interrupted(*, older_than_seconds: int | None = None) -> list[int]:
+    """Settle runs cut off by a crash or restart: active, with no recent heartbeat.
+
+    With `older_than_seconds=None` every active run is settled (a single-process start,
+    where no run can be alive yet). Returns the workflows settled.
+    """
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    active = ChatWorkflow.objects.filter(status__in=ChatWorkflow.ACTIVE_STATUSES)
+    if older_than_seconds is not None:
+        cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+        active = active.filter(models.Q(heartbeat__lt=cutoff) | models.Q(heartbeat__isnull=True))
+    settled = []
+    for workflow in active:
+        status = (
+            ChatWorkflow.Status.STOPPED
+            if workflow.status == ChatWorkflow.Status.STOPPING
+            else ChatWorkflow.Status.FAILED
+        )
+        reason = "The run was cut off (the server stopped or crashed); what it did is kept."
+        with transaction.atomic():
+            workflow_settle(workflow_id=workflow.pk, status=status, reason=reason)
+            event_append(
+                workflow_id=workflow.pk,
+                type="status",
+                payload={"status": status, "reason": reason, "final": True},
+                round=workflow.current_round,
+            )
+        settled.append(workflow.pk)
+    return settled

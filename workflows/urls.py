@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from . import views
 
@@ -12,5 +12,15 @@ urlpatterns = [
         "workflows/<int:workflow_id>/documents/<int:document_id>/",
         views.document_download,
         name="document",
+    ),
+    path(
+        "workflows/<int:workflow_id>/documents/upload/",
+        views.document_upload,
+        name="upload",
+    ),
+    re_path(
+        r"^workflows/(?P<workflow_id>[0-9]+)/export\.(?P<fmt>md|json)$",
+        views.workflow_export,
+        name="export",
     ),
 ]

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
+from django.conf import settings
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_POST
 
-from . import selectors, services
+from . import exports, selectors, services
 from .forms import WorkflowCreateForm
+from .models import ChatDocument
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -64,3 +69,47 @@ def document_download(request: HttpRequest, workflow_id: int, document_id: int) 
         filename=document.name,
         content_type=document.mime_type,
     )
+
+
+@require_POST
+def document_upload(request: HttpRequest, workflow_id: int) -> HttpResponse:
+    """Store files for the next message; they join the round that message opens."""
+    workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
+    files = request.FILES.getlist("files")
+    limit = settings.POWERON_MAX_UPLOAD_BYTES
+    errors = [
+        f"{upload.name} is larger than {filesizeformat(limit)}."
+        for upload in files
+        if upload.size > limit
+    ]
+    if not files:
+        errors.append("Choose at least one file.")
+    if errors:
+        return render(request, "workflows/_uploads.html", {"errors": errors}, status=400)
+    documents = [
+        services.document_create(
+            workflow=workflow,
+            name=upload.name,
+            data=upload.read(),
+            label=services.PENDING_UPLOAD_LABEL,
+            mime_type=upload.content_type or "",
+            source=ChatDocument.Source.UPLOADED,
+        )
+        for upload in files
+    ]
+    return render(request, "workflows/_uploads.html", {"documents": documents})
+
+
+def workflow_export(request: HttpRequest, workflow_id: int, fmt: str) -> HttpResponse:
+    """The whole workflow as Markdown or JSON: messages, documents and the event timeline."""
+    workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
+    if fmt == "json":
+        body = json.dumps(exports.workflow_as_json(workflow), indent=2, ensure_ascii=False)
+        content_type = "application/json"
+    else:
+        body = exports.workflow_as_markdown(workflow)
+        content_type = "text/markdown; charset=utf-8"
+    response = HttpResponse(body, content_type=content_type)
+    filename = f"workflow-{workflow.pk}.{'json' if fmt == 'json' else 'md'}"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

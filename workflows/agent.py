@@ -1,0 +1,123 @@
+"""Assembling a run from settings and the database: the model, the tools, the round's state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from .engine.contracts import LLM, ToolExecutor
+from .engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
+from .models import ChatMessage, ChatWorkflow
+
+HISTORY_SNIPPET_CHARS = 600
+ANSWER_TIMEOUT_SECONDS = 15 * 60
+
+
+@dataclass
+class RunSetup:
+    """Everything a run needs besides its document store."""
+
+    state: RoundState
+    llm: LLM
+    tools: ToolExecutor
+    connections: dict[str, str]
+    """Connection label -> secret, for the owner only; never logged or sent."""
+    answer_timeout: float
+    user_message_event: dict[str, Any]
+
+
+def model_configured() -> bool:
+    """Whether a real model is configured (otherwise the demo model answers)."""
+    return bool(settings.POWERON_LLM_BASE_URL or settings.POWERON_LLM_API_KEY)
+
+
+def build_llm() -> LLM:
+    """The configured OpenAI-compatible model, or the offline demo model."""
+    from .engine.demo import DemoLLM
+    from .engine.llm import OpenAICompatibleLLM
+
+    if not model_configured():
+        return DemoLLM()
+    return OpenAICompatibleLLM(
+        base_url=settings.POWERON_LLM_BASE_URL or None,
+        api_key=settings.POWERON_LLM_API_KEY or "not-needed",
+        model=settings.POWERON_LLM_MODEL,
+        timeout=float(settings.POWERON_LLM_TIMEOUT),
+    )
+
+
+def tool_settings() -> dict[str, Any]:
+    """The tools' settings, from Django settings (see the README's tool section)."""
+    return {
+        "search_provider": settings.POWERON_SEARCH_PROVIDER or None,
+        "tavily_api_key": settings.POWERON_TAVILY_API_KEY or None,
+        "tavily_url": settings.POWERON_TAVILY_URL,
+        "searxng_url": settings.POWERON_SEARXNG_URL or None,
+        "allow_hosts": list(settings.POWERON_FETCH_ALLOW_HOSTS),
+    }
+
+
+def build_tools(*, connection_kinds: set[str]) -> ToolExecutor:
+    """The tools usable for this owner (a provider they hold a connection for counts)."""
+    from .tools.registry import ToolRegistry
+
+    return ToolRegistry(tool_settings(), connection_kinds=connection_kinds)
+
+
+def history_entry(message: ChatMessage) -> HistoryEntry:
+    return HistoryEntry(
+        role=message.role,  # type: ignore[arg-type]
+        round=message.round,
+        task=message.task,
+        action=message.action,
+        method=message.action_full_name,
+        content=message.content[:HISTORY_SNIPPET_CHARS],
+        summary=message.summary,
+        documents_label=message.documents_label,
+        documents=[f"docItem:{d.pk}:{d.name}" for d in message.documents.all()],
+        learnings=[str(item) for item in message.learnings or []],
+        success=message.success,
+    )
+
+
+@database_sync_to_async
+def prepare(workflow: ChatWorkflow, message: ChatMessage) -> RunSetup:
+    """Load what the round needs: history of earlier rounds, connections, limits."""
+    earlier = workflow.messages.filter(round__lt=message.round).prefetch_related("documents")
+    connections = list(workflow.owner.connections.all())
+    state = RoundState(
+        workflow_id=workflow.pk,
+        mode=workflow.mode,  # type: ignore[arg-type]
+        round=message.round,
+        prompt=message.content,
+        language=settings.LANGUAGE_CODE.split("-")[0],
+        max_steps=workflow.max_steps,
+        history=[history_entry(m) for m in earlier],
+        connections=[ConnectionInfo(label=c.label, kind=c.kind) for c in connections],
+        budgets=Budgets(
+            tokens=settings.POWERON_TOKEN_BUDGET or None,
+            tokens_used=workflow.total_tokens,
+            seconds=float(settings.POWERON_TIME_BUDGET) or None,
+        ),
+        policy=Policy(approval=list(settings.POWERON_APPROVAL_METHODS)),
+    )
+    attachments = [{"id": d.pk, "name": d.name} for d in message.documents.all()]
+    return RunSetup(
+        state=state,
+        llm=build_llm(),
+        tools=build_tools(connection_kinds={c.kind for c in connections}),
+        connections={c.label: c.secret for c in connections},
+        answer_timeout=ANSWER_TIMEOUT_SECONDS,
+        user_message_event={
+            "type": "message",
+            "round": message.round,
+            "key": f"user-{message.pk}",
+            "role": "user",
+            "content": message.content,
+            "messageId": message.pk,
+            "attachments": attachments,
+        },
+    )

@@ -1,0 +1,136 @@
+"""What a client may ask over the socket, parsed into typed commands and carried out."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from channels.db import database_sync_to_async
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from . import live, runs, services
+from .models import ChatMessage
+
+
+class CommandRefused(Exception):
+    """The command is understood but cannot be carried out now; the text says why."""
+
+
+class Command(BaseModel):
+    # HTMX's ws-send adds a HEADERS object to every message; it is not ours to validate.
+    model_config = ConfigDict(extra="ignore")
+
+
+class Send(Command):
+    """Open a new round with a message and the documents uploaded for it."""
+
+    action: Literal["send"]
+    text: str = Field(min_length=1, max_length=20_000)
+    documents: list[int] = Field(default_factory=list, max_length=50)
+
+
+class Stop(Command):
+    """Stop the running round: cancel the model call and the tool in flight, keep the rest."""
+
+    action: Literal["stop"]
+
+
+class Steer(Command):
+    """A note that reaches the next action selection as a learning, without stopping."""
+
+    action: Literal["steer"]
+    text: str = Field(min_length=1, max_length=2_000)
+
+
+class Extend(Command):
+    """Answer the loop's question at max steps: continue for `steps` more (0 stops)."""
+
+    action: Literal["extend"]
+    steps: int = Field(ge=0, le=50)
+
+
+class Approve(Command):
+    """Approve or reject an action that waits for approval."""
+
+    action: Literal["approve"]
+    approved: bool
+
+
+class Feedback(Command):
+    """Thumbs up or down, with an optional comment, on an answer."""
+
+    action: Literal["feedback"]
+    message: int
+    rating: Literal[1, -1]
+    comment: str = Field(default="", max_length=2_000)
+
+
+class Resume(Command):
+    """Replay every stored event after `after` (sent by a client that reconnects)."""
+
+    action: Literal["resume"]
+    after: int = Field(ge=0)
+
+
+AnyCommand = Annotated[
+    Send | Stop | Steer | Extend | Approve | Feedback | Resume, Field(discriminator="action")
+]
+_adapter: TypeAdapter[AnyCommand] = TypeAdapter(AnyCommand)
+
+
+def parse(content: Any) -> AnyCommand:
+    """Validate a client message; raises ValidationError with what is wrong."""
+    if isinstance(content, dict):
+        content = coerce_form_values(content)
+    return _adapter.validate_python(content)
+
+
+def coerce_form_values(content: dict[str, Any]) -> dict[str, Any]:
+    """HTML forms send strings and repeated fields; make them what the models expect."""
+    values = dict(content)
+    documents = values.get("documents")
+    if isinstance(documents, str):
+        values["documents"] = [documents] if documents else []
+    if isinstance(values.get("approved"), str):
+        values["approved"] = values["approved"].lower() in {"1", "true", "yes", "on"}
+    return values
+
+
+def describe(error: ValidationError) -> str:
+    """One readable line per problem."""
+    problems = [
+        f"{'.'.join(str(p) for p in item['loc']) or 'message'}: {item['msg']}"
+        for item in error.errors()
+    ]
+    return "Command not understood — " + "; ".join(problems)
+
+
+async def execute(command: AnyCommand, *, user, workflow_id: int) -> None:
+    """Carry out a command for the owner of the workflow."""
+    match command:
+        case Send():
+            await runs.start_round(
+                workflow_id=workflow_id,
+                user=user,
+                text=command.text,
+                document_ids=command.documents,
+            )
+        case Stop():
+            await runs.request_stop(workflow_id=workflow_id)
+        case Steer() | Extend() | Approve():
+            if not await runs.is_active(workflow_id=workflow_id):
+                raise CommandRefused("Nothing is running in this workflow.")
+            await live.send_control(workflow_id, command.model_dump())
+        case Feedback():
+            await record_feedback(workflow_id, command)
+        case Resume():  # handled by the consumer, which owns the replay position
+            pass
+
+
+@database_sync_to_async
+def record_feedback(workflow_id: int, command: Feedback) -> None:
+    message = ChatMessage.objects.filter(
+        pk=command.message, workflow_id=workflow_id, role=ChatMessage.Role.ASSISTANT
+    ).first()
+    if message is None:
+        raise CommandRefused("Feedback goes on one of this workflow's answers.")
+    services.message_feedback(message=message, rating=command.rating, comment=command.comment)

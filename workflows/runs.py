@@ -1,0 +1,81 @@
+"""Where runs live: one asyncio task per running workflow, decoupled from any socket.
+
+Starting claims the workflow in the database (one run per workflow), so a second start is
+refused wherever it comes from. Stopping is a control message to the run's own process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.db import database_sync_to_async
+
+from . import live, services
+from .models import ChatWorkflow
+
+logger = logging.getLogger(__name__)
+
+_tasks: dict[int, asyncio.Task[str]] = {}
+
+
+class RunRefused(Exception):
+    """A run cannot start or be changed; the text says why."""
+
+
+async def start_round(*, workflow_id: int, user, text: str, document_ids: list[int]) -> None:
+    """Open a round with the user's message and run it in the background."""
+    from .commands import CommandRefused
+    from .runner import WorkflowRun
+
+    try:
+        workflow, message = await database_sync_to_async(services.round_open)(
+            workflow_id=workflow_id, owner=user, text=text, document_ids=document_ids
+        )
+    except services.WorkflowBusy as busy:
+        raise CommandRefused(str(busy)) from busy
+    run = WorkflowRun(workflow, message)
+    task = asyncio.create_task(run.execute(), name=f"workflow-{workflow_id}")
+    _tasks[workflow_id] = task
+    task.add_done_callback(lambda done: _forget(workflow_id, done))
+
+
+def _forget(workflow_id: int, task: asyncio.Task[str]) -> None:
+    if _tasks.get(workflow_id) is task:
+        del _tasks[workflow_id]
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("run of workflow %s crashed", workflow_id, exc_info=task.exception())
+
+
+async def request_stop(*, workflow_id: int) -> None:
+    """Ask the run to stop now; it records what it did and ends as "stopped"."""
+    from .commands import CommandRefused
+
+    marked = await database_sync_to_async(
+        lambda: ChatWorkflow.objects.filter(
+            pk=workflow_id, status=ChatWorkflow.Status.RUNNING
+        ).update(status=ChatWorkflow.Status.STOPPING)
+    )()
+    if not marked and not await is_active(workflow_id=workflow_id):
+        raise CommandRefused("Nothing is running in this workflow.")
+    await live.send_control(workflow_id, {"action": "stop"})
+
+
+async def is_active(*, workflow_id: int) -> bool:
+    """Whether the workflow has a run in progress (in any process)."""
+    return await ChatWorkflow.objects.filter(
+        pk=workflow_id, status__in=ChatWorkflow.ACTIVE_STATUSES
+    ).aexists()
+
+
+async def wait_for(workflow_id: int) -> str | None:
+    """Wait until this process's run of the workflow ends; its final status (tests, CLI)."""
+    task = _tasks.get(workflow_id)
+    if task is None:
+        return None
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if task.cancelled():
+            return ChatWorkflow.Status.STOPPED
+        raise
