@@ -1,0 +1,262 @@
+"""Running one action: Stage 2 parameter checks, approval, the tool, documents, observation."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from .contracts import (
+    ActionContext,
+    ActionResult,
+    Completion,
+    Message,
+    ReferenceNotFound,
+    T,
+    TextCompletion,
+    Tool,
+    Usage,
+    resolve_references,
+    result_label,
+)
+from .core import Out, Rejected, Run, StepRecord, TaskRun
+from .defaults import DefaultsContext, apply_defaults
+from .events import (
+    ApprovalEvent,
+    DocumentEvent,
+    ErrorEvent,
+    Event,
+    MessageEvent,
+    ObserveEvent,
+    Position,
+)
+from .guards import UnsafeParameter, needs_approval, sanitize_parameters
+from .observe import build_observation, render_observation_markdown, summarize
+from .schemas import FORBIDDEN_PARAMETER_NAMES, Observation
+from .state import HistoryEntry
+
+
+def find_tool(run: Run, name: str) -> Tool | None:
+    """The tool called `name`, if the executor has it."""
+    return next((tool for tool in run.tools.tools() if tool.name == name), None)
+
+
+@dataclass
+class Prepared:
+    """Stage 2 output made ready to run: validated, defaulted, sanitised."""
+
+    params: BaseModel
+    values: dict[str, Any]
+    applied: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+
+
+def prepare_parameters(tool: Tool, raw: dict[str, Any], ctx: DefaultsContext) -> Prepared:
+    """Validate Stage 2 values against the tool's real model; raise Rejected or ValueError."""
+    forbidden = sorted(FORBIDDEN_PARAMETER_NAMES & raw.keys())
+    if forbidden:
+        raise Rejected(
+            f"parameters must not include {', '.join(forbidden)}: business parameters only",
+            kind="validation",
+        )
+    known = tool.Parameters.model_fields
+    dropped = [name for name in raw if name not in known]
+    values, applied = apply_defaults(
+        tool.Parameters, {k: v for k, v in raw.items() if k in known}, ctx
+    )
+    try:
+        values = sanitize_parameters(values)
+    except UnsafeParameter as error:
+        raise Rejected(str(error), kind="validation") from error
+    params = tool.Parameters.model_validate(values)
+    return Prepared(params, values, applied, dropped)
+
+
+def task_text(run: Run, task: TaskRun, objective: str = "") -> str:
+    """What defaults are derived from: the objectives, criteria and user prompt."""
+    return " ".join([objective, task.item.objective, *task.item.successCriteria, run.state.prompt])
+
+
+class MeteredLLM:
+    """The round's model as tools see it: their calls are counted against the budget."""
+
+    def __init__(self, llm: Any) -> None:
+        self._llm = llm
+        self.label: str = llm.label
+        self.usages: list[Usage] = []
+
+    async def complete(
+        self, messages: Sequence[Message], *, output: type[T], kind: str
+    ) -> Completion[T]:
+        """Delegate and count."""
+        completion: Completion[T] = await self._llm.complete(messages, output=output, kind=kind)
+        self.usages.append(completion.usage)
+        return completion
+
+    async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:
+        """Delegate and count."""
+        completion: TextCompletion = await self._llm.complete_text(messages, kind=kind)
+        self.usages.append(completion.usage)
+        return completion
+
+    async def stream_text(
+        self, messages: Sequence[Message], *, kind: str
+    ) -> AsyncIterator[str | Usage]:
+        """Delegate and count."""
+        async for item in self._llm.stream_text(messages, kind=kind):
+            if isinstance(item, Usage):
+                self.usages.append(item)
+            yield item
+
+
+@dataclass
+class ActionCall:
+    """One action to run, whichever mode chose it."""
+
+    name: str
+    objective: str
+    references: list[str]
+    connection: str | None
+    prepared: Prepared
+    learnings: list[str] = field(default_factory=list)
+    label: str | None = None
+    """The result label suffix; None lets the tool choose it."""
+
+
+async def execute_action(
+    run: Run, task: TaskRun, number: int, call: ActionCall, out: Out[Observation]
+) -> AsyncIterator[Event]:
+    """Approve, run, store documents, observe, and record the action's message."""
+    where = Position(round=run.round, task=task.number, action=number)
+    label = result_label(run.round, task.number, number, "results")
+    params = call.prepared.values
+    if needs_approval(run.state.policy, call.name):
+        yield ApprovalEvent(**where, method=call.name, parameters=params, status="waiting")
+        approved = await run.controls.approve(action=call.name, parameters=params)
+        yield ApprovalEvent(
+            **where,
+            method=call.name,
+            parameters=params,
+            status="approved" if approved else "rejected",
+        )
+        if not approved:
+            reason = f"{call.name} was rejected by the user."
+            yield ErrorEvent(**where, kind="rejected", message=reason)
+            result = ActionResult(success=False, error=reason)
+            out.value = build_observation(result, label, run.state.caps)
+            async for event in record_step(run, task, number, call, out.value, status="rejected"):
+                yield event
+            return
+    try:
+        documents = resolve_references(call.references, run.store.index())
+    except ReferenceNotFound as error:
+        yield ErrorEvent(**where, kind="reference", message=str(error))
+        out.value = build_observation(
+            ActionResult(success=False, error=str(error)), label, run.state.caps
+        )
+        async for event in record_step(run, task, number, call, out.value, status="failed"):
+            yield event
+        return
+    metered = MeteredLLM(run.llm)
+    ctx = ActionContext(
+        documents=documents,
+        store=run.store,
+        llm=metered,
+        language=run.state.language,
+        connection_secret=run.controls.resolve_connection(call.connection)
+        if call.connection
+        else None,
+        objective=call.objective,
+    )
+    started = run.clock()
+    try:
+        result = await run.tools.execute(call.name, call.prepared.params, ctx)
+    except Exception as error:  # a tool bug must not end the round; CancelledError passes
+        result = ActionResult(success=False, error=f"{type(error).__name__}: {error}")
+    duration = int((run.clock() - started) * 1000)
+    for usage in metered.usages:
+        yield run.usage(usage, **where_of(task, number))
+    if not result.success:
+        yield ErrorEvent(**where, kind="tool", message=f"{call.name}: {result.error or 'failed'}")
+    label = result_label(run.round, task.number, number, call.label or result.label)
+    for document in result.documents:
+        ref = await run.store.save(
+            document, label=label, round=run.round, task=task.number, action=number
+        )
+        yield DocumentEvent(**where, document=ref)
+    out.value = build_observation(result, label, run.state.caps)
+    yield ObserveEvent(**where, observation=out.value, durationMs=duration)
+    status = "success" if result.success else "failed"
+    async for event in record_step(run, task, number, call, out.value, status=status):
+        yield event
+
+
+def where_of(task: TaskRun, number: int) -> dict[str, int]:
+    """Event position keywords for a task's action."""
+    return {"task": task.number, "action": number}
+
+
+async def record_step(
+    run: Run,
+    task: TaskRun,
+    number: int,
+    call: ActionCall | None,
+    observation: Observation,
+    *,
+    status: str,
+    name: str = "",
+    objective: str = "",
+) -> AsyncIterator[Event]:
+    """Emit the action's complete message (with its summary) and remember the step."""
+    name = call.name if call else name
+    objective = call.objective if call else objective
+    learnings = call.learnings if call else []
+    summary = summarize(name or "step", observation)
+    refs = [
+        f"docItem:{ref.id}:{ref.name}"
+        for ref in run.store.index()
+        if ref.label == observation.resultLabel and observation.documentsCount
+    ]
+    label = observation.resultLabel if refs else ""
+    method, _, action_name = name.partition(".")
+    yield MessageEvent(
+        round=run.round,
+        task=task.number,
+        action=number,
+        key=f"round{run.round}_task{task.number}_action{number}",
+        role="action",
+        content=render_observation_markdown(name or "step", objective, observation),
+        summary=summary,
+        documentsLabel=label,
+        documents=refs,
+        success=observation.success,
+        learnings=learnings,
+        notes=observation.notes,
+        method=method,
+        name=action_name,
+        status=status,
+    )
+    run.entries.append(
+        HistoryEntry(
+            role="action",
+            round=run.round,
+            task=task.number,
+            action=number,
+            method=name,
+            summary=summary,
+            documents_label=label,
+            documents=[f"docList:{label}", *refs] if label else [],
+            notes=observation.notes,
+            learnings=learnings,
+            success=observation.success,
+        )
+    )
+    task.steps.append(StepRecord(number, name or "step", objective, observation, summary))
+
+
+def failed_observation(run: Run, task: TaskRun, number: int, reason: str) -> Observation:
+    """The observation of a step that never ran."""
+    label = result_label(run.round, task.number, number, "results")
+    return Observation(success=False, resultLabel=label, error=reason[:300])

@@ -1,0 +1,263 @@
+"""Everything the loop emits, typed: the streaming contract between the engine and the host.
+
+Each event is flat: `type`, the `round`/`task`/`action` it belongs to, then its own fields
+(the host stores all but the first four as the event's payload). `Event` is their union.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from .contracts import DocumentRef
+from .schemas import ActionSelection, Observation, PlanStep, TaskItem
+
+StopCode = Literal[
+    "criteria_met",
+    "no_improvement",
+    "max_steps",
+    "token_budget",
+    "time_budget",
+    "step_failed",
+    "plan_complete",
+    "model_unavailable",
+]
+"""Why a task's loop (or the round) stopped."""
+
+
+class Position(TypedDict):
+    """Where an event belongs; spread into an event's constructor."""
+
+    round: int
+    task: int
+    action: int
+
+
+class BaseEvent(BaseModel):
+    """Fields every event has."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    round: int
+    task: int = 0
+    action: int = 0
+
+
+class RoundEvent(BaseEvent):
+    """A round started or ended."""
+
+    type: Literal["round"] = "round"
+    status: Literal["started", "completed", "failed"]
+    mode: str = ""
+    model: str = ""
+    """The model's label ("demo model" for the offline demo)."""
+    reason: str = ""
+    tokens: int = 0
+    """Tokens spent by the round so far."""
+    durationMs: int = 0
+
+
+class TaskPlanEvent(BaseEvent):
+    """The round split into tasks."""
+
+    type: Literal["taskplan"] = "taskplan"
+    overview: str = ""
+    tasks: list[TaskItem]
+
+
+class TaskEvent(BaseEvent):
+    """A task changed status."""
+
+    type: Literal["task"] = "task"
+    status: Literal["pending", "running", "success", "retry", "failed"]
+    objective: str = ""
+    successCriteria: list[str] = Field(default_factory=list)
+    reason: str = ""
+    attempt: int = 1
+
+
+class PlanEvent(BaseEvent):
+    """Stage 1: the action selected for this step (no parameter values)."""
+
+    type: Literal["plan"] = "plan"
+    selection: ActionSelection
+    step: int
+    """The step number within the task."""
+
+
+class ActEvent(BaseEvent):
+    """Stage 2: the parameters the action runs with, after defaults and sanitising."""
+
+    type: Literal["act"] = "act"
+    method: str
+    """"method.action"."""
+    parameters: dict[str, Any]
+    defaultsApplied: list[str] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)
+    """Parameter names the action does not have; removed before validation."""
+    documents: list[str] = Field(default_factory=list)
+    """The input document references."""
+    connection: str | None = None
+    """The connection label (never the secret)."""
+
+
+class ObserveEvent(BaseEvent):
+    """What the action produced, as the model will see it."""
+
+    type: Literal["observe"] = "observe"
+    observation: Observation
+    durationMs: int = 0
+    """How long the action ran."""
+
+
+class RefineEvent(BaseEvent):
+    """The decision after observing, with the iteration's telemetry."""
+
+    type: Literal["refine"] = "refine"
+    decision: Literal["continue", "stop"]
+    reason: str = ""
+    criteriaMet: bool = False
+    nextHint: str | None = None
+    durationMs: int = 0
+    """The whole iteration: select, parameters, action, observe, refine."""
+    tokens: int = 0
+    """Tokens the iteration spent."""
+
+
+class ReviewEvent(BaseEvent):
+    """The verdict on a finished task."""
+
+    type: Literal["review"] = "review"
+    status: Literal["success", "retry", "failed"]
+    reason: str = ""
+    improvements: list[str] = Field(default_factory=list)
+    metCriteria: list[str] = Field(default_factory=list)
+    retries: int = 0
+
+
+class ThoughtEvent(BaseEvent):
+    """One thought of Reasoning mode, with the plan as it stands after it."""
+
+    type: Literal["thought"] = "thought"
+    number: int
+    thinking: str
+    planning: list[PlanStep] = Field(default_factory=list)
+    plan: str = ""
+    """The plan tree rendered as an indented list."""
+    nextThoughtNeeded: bool
+    durationMs: int = 0
+    tokens: int = 0
+
+
+class DeltaEvent(BaseEvent):
+    """A piece of a message being streamed; the message event that follows holds all of it."""
+
+    type: Literal["delta"] = "delta"
+    key: str
+    """Identifies the message being streamed (the same key is on its message event)."""
+    text: str
+    offset: int
+    """Characters streamed before this piece."""
+
+
+class MessageEvent(BaseEvent):
+    """A complete message to persist: an action's record or the final answer."""
+
+    type: Literal["message"] = "message"
+    key: str
+    role: Literal["user", "assistant", "action", "system"]
+    content: str
+    """Markdown."""
+    summary: str = ""
+    documentsLabel: str = ""
+    documents: list[str] = Field(default_factory=list)
+    """docItem references of the message's documents."""
+    success: bool | None = None
+    learnings: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    method: str = ""
+    """The action's method, e.g. "web" (action messages)."""
+    name: str = ""
+    """The action's name, e.g. "search" (action messages)."""
+    status: str = ""
+    """success | failed | rejected for actions; completed | stopped | failed for answers."""
+
+
+class DocumentEvent(BaseEvent):
+    """A document an action produced, stored under its result label."""
+
+    type: Literal["document"] = "document"
+    document: DocumentRef
+
+
+class UsageEvent(BaseEvent):
+    """What one model call cost."""
+
+    type: Literal["usage"] = "usage"
+    kind: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    latency_ms: int = 0
+    model: str = ""
+
+
+class StatusEvent(BaseEvent):
+    """A stop or a notable state, with its stated reason."""
+
+    type: Literal["status"] = "status"
+    code: StopCode | Literal["info"]
+    reason: str
+
+
+class ErrorEvent(BaseEvent):
+    """Something went wrong; nothing fails silently."""
+
+    type: Literal["error"] = "error"
+    kind: Literal["model", "validation", "tool", "rejected", "reference"]
+    message: str
+    retrying: bool = False
+    """True when a corrective retry follows."""
+
+
+class AskEvent(BaseEvent):
+    """The loop waits for the user: continue after max steps?"""
+
+    type: Literal["ask"] = "ask"
+    question: str
+    stepsDone: int
+
+
+class ApprovalEvent(BaseEvent):
+    """An action waits for approval, or got its answer."""
+
+    type: Literal["approval"] = "approval"
+    method: str
+    parameters: dict[str, Any]
+    status: Literal["waiting", "approved", "rejected"]
+
+
+Event = Annotated[
+    RoundEvent
+    | TaskPlanEvent
+    | TaskEvent
+    | PlanEvent
+    | ActEvent
+    | ObserveEvent
+    | RefineEvent
+    | ReviewEvent
+    | ThoughtEvent
+    | DeltaEvent
+    | MessageEvent
+    | DocumentEvent
+    | UsageEvent
+    | StatusEvent
+    | ErrorEvent
+    | AskEvent
+    | ApprovalEvent,
+    Field(discriminator="type"),
+]
+
+event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
+"""Validates a dumped event back into its model (e.g. `event_adapter.validate_python(d)`)."""

@@ -1,0 +1,172 @@
+"""Prompt builders. Templates live in prompts/*.txt; every call shares one system message,
+so providers can cache the prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from pydantic import BaseModel
+
+from .contracts import DocumentRef, Message, Tool, catalog_line, untrusted
+from .history import render_history
+from .schemas import Observation, ParameterField, ParametersSchema
+from .state import ConnectionInfo, HistoryEntry
+
+TEMPLATES = Path(__file__).with_name("prompts")
+
+
+@cache
+def template(name: str) -> Template:
+    """A prompt template from prompts/<name>.txt."""
+    return Template((TEMPLATES / f"{name}.txt").read_text(encoding="utf-8").strip())
+
+
+def system_message() -> Message:
+    """The system message every call starts with (stable: cacheable)."""
+    return {"role": "system", "content": template("system").substitute()}
+
+
+def build(name: str, **values: Any) -> list[Message]:
+    """System message + the filled template as the user message."""
+    text = template(name).substitute({k: str(v) for k, v in values.items()})
+    return [system_message(), {"role": "user", "content": text}]
+
+
+def correction(error: str) -> Message:
+    """The corrective follow-up after invalid output."""
+    return {"role": "user", "content": template("correction").substitute(error=error[:1_500])}
+
+
+# --- Sections ------------------------------------------------------------------------------
+
+
+def render_catalog(tools: Sequence[Tool]) -> str:
+    """The tiny catalog: one `method.action(param,names)` line per allowed action."""
+    return "\n".join(f"- {catalog_line(tool)}" for tool in tools) or "(no actions allowed)"
+
+
+def render_documents(index: Sequence[DocumentRef]) -> str:
+    """docList labels with their docItem references, oldest label first."""
+    if not index:
+        return "(none)"
+    lines: list[str] = []
+    for label in dict.fromkeys(ref.label for ref in index):
+        docs = [ref for ref in index if ref.label == label]
+        lines.append(f"- docList:{label} ({len(docs)} document(s))")
+        lines.extend(f"  - docItem:{d.id}:{d.name} ({d.mime}, {d.size} bytes)" for d in docs)
+    return "\n".join(lines)
+
+
+def render_connections(connections: Sequence[ConnectionInfo]) -> str:
+    """Connection labels and kinds, never secrets."""
+    return "\n".join(f"- {c.label} ({c.kind})" for c in connections) or "(none)"
+
+
+def render_list(items: Sequence[str], empty: str = "(none)") -> str:
+    """A bullet list."""
+    return "\n".join(f"- {item}" for item in items) or empty
+
+
+def render_observation(observation: Observation) -> str:
+    """An observation for a prompt, fenced: its snippets come from documents or the web."""
+    return untrusted("action results", observation.model_dump_json(exclude_defaults=True))
+
+
+def render_parameters_schema(schema: ParametersSchema) -> str:
+    """One line per field: `- name (type, required): description`."""
+    lines = []
+    for f in schema.fields:
+        need = "required" if f.required else "optional"
+        lines.append(
+            f"- {f.name} ({f.type}, {need})" + (f": {f.description}" if f.description else "")
+        )
+    return "\n".join(lines) or "(no parameters)"
+
+
+# --- Stage 2 schema reconciliation ------------------------------------------------------------
+
+
+def _type_of(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return "enum[" + "|".join(str(v) for v in prop["enum"]) + "]"
+    kind = prop.get("type")
+    if kind is None and "anyOf" in prop:
+        kinds = [_type_of(option) for option in prop["anyOf"] if option.get("type") != "null"]
+        return kinds[0] if len(kinds) == 1 else "|".join(kinds) or "string"
+    if kind == "array":
+        return f"array of {_type_of(prop.get('items', {}))}"
+    if kind == "integer":
+        return "number"
+    return str(kind or "string")
+
+
+def reconcile_schema(requested: ParametersSchema, model: type[BaseModel]) -> ParametersSchema:
+    """Stage 1's schema made true to the action: unknown fields dropped, required ones added."""
+    schema = model.model_json_schema()
+    props: dict[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    fields: list[ParameterField] = []
+    for f in requested.fields:
+        if f.name in props:
+            prop = props[f.name]
+            fields.append(
+                ParameterField(
+                    name=f.name,
+                    type=_type_of(prop),
+                    required=f.name in required,
+                    description=f.description or prop.get("description", ""),
+                )
+            )
+    named = {f.name for f in fields}
+    for name in props:
+        if name in required and name not in named:
+            prop = props[name]
+            fields.append(
+                ParameterField(
+                    name=name,
+                    type=_type_of(prop),
+                    required=True,
+                    description=prop.get("description", ""),
+                )
+            )
+    return ParametersSchema(fields=fields)
+
+
+# --- Prompt builders ------------------------------------------------------------------------
+
+
+def fit_history(
+    build_with: Any, history: Sequence[HistoryEntry], round: int, *, history_chars: int, limit: int
+) -> list[Message]:
+    """Build a prompt, cutting the history until the prompt fits in `limit` characters."""
+    budget = history_chars
+    while True:
+        messages: list[Message] = build_with(render_history(history, round, max_chars=budget))
+        size = sum(len(m["content"]) for m in messages)
+        if size <= limit or budget <= 200:
+            return messages
+        budget = max(200, budget - (size - limit) - 100)
+
+
+def parameters_prompt(
+    *, action: str, objective: str, context: str, schema: ParametersSchema
+) -> list[Message]:
+    """Stage 2: only the selected action, its objective, the context and the schema."""
+    return build(
+        "parameters",
+        action=action,
+        objective=objective,
+        context=context or "(none)",
+        schema=render_parameters_schema(schema),
+    )
+
+
+def dump(value: Any) -> str:
+    """Compact JSON for prompts."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,91 @@
+"""What the host hands the engine for one round: the request, the history, the limits."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Mode = Literal["react", "actionplan", "reasoning"]
+
+
+class HistoryEntry(BaseModel):
+    """One earlier message of the workflow, as the model sees it in the history."""
+
+    role: Literal["user", "assistant", "action", "system"]
+    round: int
+    task: int = 0
+    action: int = 0
+    method: str = ""
+    """The action's "method.action" (action messages only)."""
+    content: str = ""
+    """A snippet of the message text."""
+    summary: str = ""
+    documents_label: str = ""
+    documents: list[str] = Field(default_factory=list)
+    """docList:/docItem: references of the message's documents."""
+    notes: list[str] = Field(default_factory=list)
+    """Findings and notes of the action."""
+    learnings: list[str] = Field(default_factory=list)
+    success: bool | None = None
+
+
+class ConnectionInfo(BaseModel):
+    """A connection the model may name: label and kind, never the secret."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str
+    kind: str
+
+
+class Budgets(BaseModel):
+    """Limits for the whole workflow; None means unlimited."""
+
+    tokens: int | None = 200_000
+    """Token budget per workflow (prompt + completion)."""
+    tokens_used: int = 0
+    """Tokens spent by earlier rounds of the workflow."""
+    seconds: float | None = 600.0
+    """Time budget for this round."""
+
+
+class Policy(BaseModel):
+    """Which actions a task may use. Patterns are fnmatch globs: "web.*", "*"."""
+
+    allowed: dict[str, list[str]] = Field(default_factory=lambda: {"*": ["*"]})
+    """Task type -> allowed patterns; the "*" entry applies to types not listed."""
+    denied: dict[str, list[str]] = Field(default_factory=dict)
+    """Task type -> denied patterns; the "*" entry applies to every type."""
+    approval: list[str] = Field(default_factory=list)
+    """Actions that wait for the user's approval before they run."""
+
+
+class Caps(BaseModel):
+    """Size limits that keep prompts small."""
+
+    observation_chars: int = 2_000
+    """An observation as the model sees it, in JSON characters."""
+    snippet_chars: int = 280
+    prompt_chars: int = 24_000
+    """The largest prompt the engine builds; history is cut first."""
+    history_chars: int = 6_000
+    final_context_chars: int = 8_000
+
+
+class RoundState(BaseModel):
+    """Everything the engine needs to run one round of a workflow."""
+
+    workflow_id: int | str
+    mode: Mode = "react"
+    round: int = Field(ge=1)
+    prompt: str
+    language: str = "en"
+    max_steps: int = Field(default=5, ge=1)
+    max_task_retries: int = Field(default=1, ge=0)
+    history: list[HistoryEntry] = Field(default_factory=list)
+    """Earlier messages, oldest first (earlier rounds and earlier messages of this round)."""
+    connections: list[ConnectionInfo] = Field(default_factory=list)
+    budgets: Budgets = Field(default_factory=Budgets)
+    policy: Policy = Field(default_factory=Policy)
+    caps: Caps = Field(default_factory=Caps)
