@@ -20,11 +20,13 @@ from workflows.engine.contracts import (
 )
 
 from .mapreduce import (
+    DEMO_NOTE,
     SAFETY,
     Source,
     chunk_budget,
     final_answer,
     gather_material,
+    is_demo,
     max_chunks,
     read_sources,
     source_label,
@@ -67,8 +69,11 @@ class DocumentExtract:
             return _failure("; ".join(failures), notes=failures)
         documents: list[ProducedDocument] = []
         notes: list[str] = []
+        ask = bool(params.aiPrompt) and not is_demo(ctx.llm)
+        if params.aiPrompt and not ask:
+            notes.append(f"{DEMO_NOTE}: aiPrompt ignored, plain extraction returned")
         for source in sources:
-            if params.aiPrompt:
+            if ask and params.aiPrompt:
                 try:
                     answer, calls = await self._ask(params.aiPrompt, source, ctx)
                 except (ModelUnavailable, InvalidModelOutput) as error:

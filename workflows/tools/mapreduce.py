@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from workflows.engine.contracts import LLM, ActionContext, DocumentRef, Message, untrusted
+from workflows.engine.demo import DEMO_LABEL
 
 from .extract import Extracted, ExtractionError, Limits, extract
 
@@ -49,6 +50,33 @@ def source_label(name: str) -> str:
     """A document name made safe to stand in a fence header (one line, no angle brackets)."""
     cleaned = re.sub(r"[<>\r\n\t]+", " ", name).strip()
     return cleaned[:120] or "document"
+
+
+def is_demo(llm: LLM) -> bool:
+    """True for the offline demo model, which cannot follow free-form instructions."""
+    return getattr(llm, "label", "") == DEMO_LABEL
+
+
+DEMO_NOTE = "demo model: no language model is configured, so the text was not rewritten"
+
+
+def extractive_digest(sources: Sequence[Source], *, chars_per_source: int = 900) -> str:
+    """A deterministic Markdown digest: each document's opening text, under its name."""
+    blocks = ["_Compiled without a language model: the opening of each source._"]
+    for source in sources:
+        opening, size = [], 0
+        for section in source.extracted.sections:
+            text = re.sub(r"^#+\s*", "", " ".join(section.text.split()))
+            if not text:
+                continue
+            where = f"p. {section.page}: " if section.page is not None else ""
+            opening.append(f"{where}{text[: chars_per_source - size]}")
+            size += len(opening[-1])
+            if size >= chars_per_source:
+                break
+        body = "\n\n".join(opening) or "_(no text)_"
+        blocks.append(f"## {source.label}\n\n{body}")
+    return "\n\n".join(blocks)
 
 
 def chunk_budget(ctx: ActionContext) -> int:

@@ -18,13 +18,16 @@ from workflows.engine.contracts import (
 )
 
 from .mapreduce import (
+    DEMO_NOTE,
     SAFETY,
     OutputInvalid,
     Source,
     chunk_budget,
     describe,
+    extractive_digest,
     final_answer,
     gather_material,
+    is_demo,
     max_chunks,
     read_sources,
 )
@@ -118,6 +121,8 @@ class AiProcess:
             )
         system = self._system(params, ctx)
         formats = params.expectedDocumentFormats or ["markdown"]
+        if is_demo(ctx.llm):
+            return _demo_result(formats, sources, failures)
         try:
             material = await gather_material(
                 ctx.llm,
@@ -164,6 +169,18 @@ class AiProcess:
         if params.customInstructions:
             lines.append(f"Further instructions: {params.customInstructions}")
         return "\n".join(lines)
+
+
+def _demo_result(formats: list[str], sources: list[Source], failures: list[str]) -> ActionResult:
+    """Without a language model only a Markdown digest of the inputs can be offered."""
+    if set(formats) - {"markdown", "text"}:
+        error = f"ai.process needs a language model for {', '.join(formats)} output"
+        return ActionResult(success=False, label="processed", error=error)
+    digest = extractive_digest(sources) if sources else "_No input documents._"
+    notes = [DEMO_NOTE, *failures]
+    return ActionResult(
+        success=True, label="processed", documents=[_document("markdown", digest)], notes=notes
+    )
 
 
 def _source_lines(sources: list[Source]) -> str:

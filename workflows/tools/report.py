@@ -21,8 +21,10 @@ from .mapreduce import (
     SAFETY,
     Source,
     chunk_budget,
+    extractive_digest,
     final_answer,
     gather_material,
+    is_demo,
     max_chunks,
     read_sources,
 )
@@ -108,6 +110,8 @@ class DocumentGenerateReport:
     async def _write(
         self, title: str, sources: list[Source], ctx: ActionContext
     ) -> tuple[str, int]:
+        if is_demo(ctx.llm):
+            return extractive_digest(sources), 0
         system = "\n".join(
             [
                 "You write clear, well-structured reports from source documents.",
