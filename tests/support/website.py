@@ -70,7 +70,8 @@ LINKS = {
 def article_html(path: str) -> bytes:
     """The HTML of one article of the site, with its navigation links."""
     title, text = ARTICLES.get(path, ("Energy in the North", "An index of energy articles."))
-    paragraphs = "".join(f"<p>{sentence.strip()}.</p>" for sentence in text.split(". ") if sentence)
+    sentences = [part.strip().rstrip(".") for part in text.split(". ")]
+    paragraphs = "".join(f"<p>{sentence}.</p>" for sentence in sentences if sentence)
     links = "".join(f'<li><a href="{href}">{href}</a></li>' for href in LINKS.get(path, []))
     return (
         f"<!doctype html><html><head><title>{title}</title></head><body>"

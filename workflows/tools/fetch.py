@@ -419,4 +419,4 @@ def _type_allowed(media: str, allowed: tuple[str, ...]) -> bool:
 
 
 def _too_large(url: str, cap: int) -> str:
-    return f"{url} is larger than the {cap / 1_000_000:g} MB limit; not read"
+    return f"{url} is larger than the {cap / 1024 / 1024:.3g} MB limit; not read"
