@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from channels.db import database_sync_to_async
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
 from . import live, runs, services
 from .models import ChatMessage
@@ -60,8 +67,15 @@ class Feedback(Command):
 
     action: Literal["feedback"]
     message: int
-    rating: Literal[1, -1]
+    rating: int = Field(description="1 for thumbs up, -1 for thumbs down")
     comment: str = Field(default="", max_length=2_000)
+
+    @field_validator("rating")
+    @classmethod
+    def _thumb(cls, rating: int) -> int:
+        if rating not in (1, -1):
+            raise ValueError("rating is 1 (thumbs up) or -1 (thumbs down)")
+        return rating
 
 
 class Resume(Command):
@@ -104,8 +118,8 @@ def describe(error: ValidationError) -> str:
     return "Command not understood — " + "; ".join(problems)
 
 
-async def execute(command: AnyCommand, *, user, workflow_id: int) -> None:
-    """Carry out a command for the owner of the workflow."""
+async def execute(command: AnyCommand, *, user, workflow_id: int) -> str | None:
+    """Carry out a command for the owner of the workflow; a confirmation to show, if any."""
     match command:
         case Send():
             await runs.start_round(
@@ -122,8 +136,10 @@ async def execute(command: AnyCommand, *, user, workflow_id: int) -> None:
             await live.send_control(workflow_id, command.model_dump())
         case Feedback():
             await record_feedback(workflow_id, command)
+            return "Thanks — your feedback is saved."
         case Resume():  # handled by the consumer, which owns the replay position
             pass
+    return None
 
 
 @database_sync_to_async

@@ -110,23 +110,28 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         try:
             command = commands.parse(content)
         except ValidationError as error:
-            await self.send_error(commands.describe(error))
+            await self.send_notice(commands.describe(error), level="error")
             return
         if isinstance(command, commands.Resume):
             self.last_seq = command.after
             await self.replay(upto=None)
             return
         try:
-            await commands.execute(command, user=self.user, workflow_id=self.workflow_id)
+            confirmation = await commands.execute(
+                command, user=self.user, workflow_id=self.workflow_id
+            )
         except commands.CommandRefused as refusal:
-            await self.send_error(str(refusal))
+            await self.send_notice(str(refusal), level="error")
+            return
+        if confirmation:
+            await self.send_notice(confirmation, level="info")
 
-    async def send_error(self, text: str) -> None:
-        """Tell this client (only) why its command was refused."""
+    async def send_notice(self, text: str, *, level: str) -> None:
+        """A message for this client only: not stored, not part of the workflow."""
         event = {
             "workflow": self.workflow_id,
             "seq": None,
             "type": "notice",
-            "payload": {"level": "error", "text": text},
+            "payload": {"level": level, "text": text},
         }
         await self.send_event(event)

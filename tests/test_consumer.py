@@ -1,0 +1,144 @@
+"""The WebSocket consumer: who may connect, replay by seq, live events, commands."""
+
+import pytest
+from channels.db import database_sync_to_async
+
+from tests.live import connect, receive
+from workflows import live, services
+from workflows.models import ChatMessage
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@database_sync_to_async
+def store_events(workflow, count: int) -> list[dict]:
+    return [
+        live.event_as_json(
+            services.event_append(workflow_id=workflow.pk, type="status", payload={"n": n})
+        )
+        for n in range(count)
+    ]
+
+
+@database_sync_to_async
+def make_workflow(owner):
+    return services.workflow_create(owner=owner, title="Live")
+
+
+async def test_anonymous_is_closed_with_4401(alice):
+    """Without a session the socket is closed with code 4401."""
+    workflow = await make_workflow(alice)
+    communicator = await connect(None, workflow.pk)
+    assert (await communicator.receive_output(timeout=2))["code"] == 4401
+
+
+async def test_other_users_are_closed_with_4404(alice, bob):
+    """Someone else's workflow looks like no workflow at all: code 4404."""
+    workflow = await make_workflow(alice)
+    communicator = await connect(bob, workflow.pk)
+    assert (await communicator.receive_output(timeout=2))["code"] == 4404
+
+
+async def test_bad_after_is_closed_with_4400(alice):
+    """A replay position that is not a number is refused."""
+    workflow = await make_workflow(alice)
+    communicator = await connect(alice, workflow.pk, "format=json&after=abc")
+    assert (await communicator.receive_output(timeout=2))["code"] == 4400
+
+
+async def test_replay_from_k_then_live_without_gap_or_duplicate(alice):
+    """After seq 4 of 10 the client gets 5..10 in order, then live ones, each exactly once."""
+    workflow = await make_workflow(alice)
+    await store_events(workflow, 10)
+    communicator = await connect(alice, workflow.pk, "format=json&after=4")
+    replayed = [(await receive(communicator))["seq"] for _ in range(6)]
+    assert replayed == [5, 6, 7, 8, 9, 10]
+
+    (eleven,) = await store_events(workflow, 1)
+    await live.broadcast(workflow.pk, eleven)
+    assert (await receive(communicator))["seq"] == 11
+
+    await live.broadcast(workflow.pk, {**eleven, "seq": 7})  # a duplicate is dropped
+    twelve, thirteen = await store_events(workflow, 2)
+    await live.broadcast(workflow.pk, thirteen)  # 12 was never broadcast: filled from the DB
+    assert [(await receive(communicator))["seq"] for _ in range(2)] == [12, 13]
+    assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
+
+
+async def test_event_json_shape(alice):
+    """Each event carries workflow, seq, type, round, task, action, payload and time."""
+    workflow = await make_workflow(alice)
+    await store_events(workflow, 1)
+    communicator = await connect(alice, workflow.pk)
+    event = await receive(communicator)
+    assert set(event) == {"workflow", "seq", "type", "round", "task", "action", "payload", "at"}
+    assert (event["workflow"], event["seq"], event["payload"]) == (workflow.pk, 1, {"n": 0})
+    await communicator.disconnect()
+
+
+async def test_html_format_sends_fragments_with_seq(alice):
+    """The default format is an HTML fragment that carries its seq for de-duplication."""
+    workflow = await make_workflow(alice)
+    await store_events(workflow, 1)
+    communicator = await connect(alice, workflow.pk, "after=0")
+    html = await communicator.receive_from(timeout=5)
+    assert 'data-seq="1"' in html
+    assert "hx-swap-oob" in html
+    await communicator.disconnect()
+
+
+async def test_resume_replays_after_the_given_seq(alice):
+    """A client that already has events up to 8 can ask to resume from there."""
+    workflow = await make_workflow(alice)
+    await store_events(workflow, 10)
+    communicator = await connect(alice, workflow.pk, "format=json&after=10")
+    assert await communicator.receive_nothing(timeout=0.2)
+    await communicator.send_json_to({"action": "resume", "after": 8})
+    assert [(await receive(communicator))["seq"] for _ in range(2)] == [9, 10]
+    await communicator.disconnect()
+
+
+async def test_malformed_command_gets_a_clear_error(alice):
+    """An unknown command is answered with an error notice naming the problem."""
+    workflow = await make_workflow(alice)
+    communicator = await connect(alice, workflow.pk)
+    await communicator.send_json_to({"action": "explode"})
+    notice = await receive(communicator)
+    assert notice["type"] == "notice"
+    assert notice["seq"] is None
+    assert "Command not understood" in notice["payload"]["text"]
+    await communicator.disconnect()
+
+
+async def test_steer_when_nothing_runs_is_refused(alice):
+    """Steering an idle workflow says that nothing is running."""
+    workflow = await make_workflow(alice)
+    communicator = await connect(alice, workflow.pk)
+    await communicator.send_json_to({"action": "steer", "text": "focus on 2024"})
+    nothing = "Nothing is running in this workflow."
+    assert (await receive(communicator))["payload"]["text"] == nothing
+    await communicator.send_json_to({"action": "stop"})
+    assert (await receive(communicator))["payload"]["text"] == nothing
+    await communicator.disconnect()
+
+
+@database_sync_to_async
+def answer_of(workflow):
+    return services.message_create(
+        workflow=workflow, role=ChatMessage.Role.ASSISTANT, content="42", round=1
+    )
+
+
+async def test_feedback_is_stored_on_the_answer(alice):
+    """Thumbs down with a comment is kept on the answer message."""
+    workflow = await make_workflow(alice)
+    answer = await answer_of(workflow)
+    communicator = await connect(alice, workflow.pk)
+    await communicator.send_json_to(
+        {"action": "feedback", "message": str(answer.pk), "rating": "-1", "comment": "too short"}
+    )
+    assert (await receive(communicator))["payload"]["text"] == "Thanks — your feedback is saved."
+    await answer.arefresh_from_db()
+    assert (answer.feedback, answer.feedback_comment) == (-1, "too short")
+    await communicator.disconnect()
