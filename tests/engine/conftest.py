@@ -1,0 +1,131 @@
+"""Engine fixtures: a round state, the fake catalog, an in-memory store, reply builders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from workflows.engine import llm as llm_module
+from workflows.engine.controls import AutoControls
+from workflows.engine.events import Event
+from workflows.engine.round import run_round
+from workflows.engine.state import RoundState
+from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+
+
+@pytest.fixture(autouse=True)
+def _local_models_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OpenAI-compatible client may only reach 127.0.0.1 in engine tests."""
+    monkeypatch.setattr(llm_module, "ALLOW_REMOTE_MODEL_REQUESTS", False)
+
+
+def make_state(**overrides: Any) -> RoundState:
+    """A round state for one round of workflow 1."""
+    values: dict[str, Any] = {"workflow_id": 1, "round": 1, "prompt": "Tell me about PowerOn."}
+    values.update(overrides)
+    return RoundState(**values)
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    """A store holding one uploaded text document labelled round1_uploads."""
+    memory = MemoryStore()
+    memory.add(
+        "notes.txt",
+        "text/plain",
+        b"PowerOn is a web chat. An agent solves tasks in a loop. Every step streams live.",
+        label="round1_uploads",
+    )
+    return memory
+
+
+@pytest.fixture
+def tools() -> FakeToolExecutor:
+    return FakeToolExecutor()
+
+
+async def collect(
+    state: RoundState,
+    llm: Any,
+    *,
+    tools: FakeToolExecutor | None = None,
+    store: MemoryStore | None = None,
+    controls: Any = None,
+    clock: Callable[[], float] | None = None,
+) -> list[Event]:
+    """Run a round to the end and return its events."""
+    extra = {"clock": clock} if clock else {}
+    return [
+        event
+        async for event in run_round(
+            state,
+            llm=llm,
+            tools=tools or FakeToolExecutor(),
+            store=store if store is not None else MemoryStore(),
+            controls=controls or AutoControls(),
+            **extra,
+        )
+    ]
+
+
+def of(events: list[Event], kind: str) -> list[Any]:
+    """The events of one type."""
+    return [event for event in events if event.type == kind]
+
+
+# --- Replies -----------------------------------------------------------------------------------
+
+
+def taskplan(*objectives: str, task_type: str = "general", criteria: str = "It is done.") -> dict:
+    tasks = [
+        {"objective": o, "successCriteria": [criteria], "taskType": task_type} for o in objectives
+    ]
+    return {"overview": "plan", "tasks": tasks}
+
+
+def select(action: str = "web.search", **extra: Any) -> dict:
+    reply: dict[str, Any] = {
+        "action": action,
+        "actionObjective": f"Run {action}",
+        "learnings": [],
+        "requiredInputDocuments": [],
+        "requiredConnection": None,
+        "parametersContext": "PowerOn is a chat product.",
+        "parametersSchema": {
+            "fields": [{"name": "query", "type": "string", "required": True, "description": "q"}]
+        },
+    }
+    reply.update(extra)
+    return reply
+
+
+def params(**values: Any) -> dict:
+    return {"schema": "parameters_v1", "parameters": values}
+
+
+def stop(criteria_met: bool = True, reason: str = "Done.") -> dict:
+    return {"decision": "stop", "reason": reason, "criteriaMet": criteria_met}
+
+
+def cont(reason: str = "More is needed.", hint: str | None = None) -> dict:
+    return {"decision": "continue", "reason": reason, "nextHint": hint}
+
+
+def review(status: str = "success", improvements: list[str] | None = None) -> dict:
+    return {"status": status, "reason": f"review {status}", "improvements": improvements or []}
+
+
+def one_search_round(*, final: str = "PowerOn is a chat.") -> ScriptedLLM:
+    """Task plan, one web.search step that meets the criteria, review, final answer."""
+    return ScriptedLLM(
+        [
+            taskplan("Find facts about PowerOn"),
+            select(),
+            params(query="PowerOn"),
+            stop(),
+            review(),
+            final,
+        ]
+    )

@@ -1,0 +1,454 @@
+"""React mode: the two stages, their validation, execution, observation and refinement."""
+
+from __future__ import annotations
+
+import json
+
+from tests.engine.conftest import (
+    collect,
+    cont,
+    make_state,
+    of,
+    one_search_round,
+    params,
+    review,
+    select,
+    stop,
+    taskplan,
+)
+from workflows.engine.controls import AutoControls
+from workflows.engine.state import ConnectionInfo, HistoryEntry, Policy
+from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+
+
+def calls_of(llm: ScriptedLLM, kind: str) -> list:
+    return [call for call in llm.calls if call.kind == kind]
+
+
+def user_text(call) -> str:
+    return "\n".join(m["content"] for m in call.messages if m["role"] != "system")
+
+
+async def test_a_round_runs_plan_act_observe_refine_in_order() -> None:
+    """One step emits plan, act, document, observe, message and refine, in that order."""
+    llm = one_search_round()
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    types = [e.type for e in events if e.type not in {"usage", "delta"}]
+    assert types == [
+        "round", "taskplan", "task", "task",
+        "plan", "act", "document", "observe", "message", "refine", "status",
+        "review", "task", "message", "round",
+    ]  # fmt: skip
+    assert events[-1].status == "completed"
+
+
+async def test_stage_one_prompt_has_the_context_and_asks_for_no_parameter_values(store) -> None:
+    """Stage 1 sees prompt, objective, criteria, catalog, documents, connections, history."""
+    llm = one_search_round()
+    history = [HistoryEntry(role="user", round=1, content="Earlier question about PowerOn")]
+    state = make_state(
+        history=history, connections=[ConnectionInfo(label="mytavily", kind="tavily")]
+    )
+    await collect(state, llm, store=store)
+    text = user_text(calls_of(llm, "select")[0])
+    for expected in [
+        "Tell me about PowerOn.",
+        "Find facts about PowerOn",
+        "It is done.",
+        "web.search(query,maxResults,searchDepth,timeRange",
+        "document.extract(documentList,aiPrompt)",
+        "docList:round1_uploads",
+        "docItem:1:notes.txt",
+        "mytavily (tavily)",
+        "Earlier question about PowerOn",
+    ]:
+        assert expected in text
+    assert "Give no parameter values" in text
+    assert 'No "parameters" key' in text
+
+
+async def test_stage_two_prompt_holds_only_action_objective_context_and_schema(store) -> None:
+    """Stage 2 never sees documents, connections, history or learnings."""
+    llm = ScriptedLLM(
+        [
+            taskplan("Find facts"),
+            select(
+                learnings=["a secret learning"], requiredInputDocuments=["docList:round1_uploads"]
+            ),
+            params(query="PowerOn"),
+            stop(),
+            review(),
+            "done",
+        ]
+    )
+    history = [HistoryEntry(role="user", round=1, content="HISTORY-MARKER")]
+    state = make_state(history=history, connections=[ConnectionInfo(label="CONN-MARKER", kind="x")])
+    await collect(state, llm, store=store)
+    call = calls_of(llm, "parameters")[0]
+    text = user_text(call)
+    assert "SELECTED_ACTION: web.search" in text
+    assert "ACTION_OBJECTIVE: Run web.search" in text
+    assert "PARAMETERS_CONTEXT: PowerOn is a chat product." in text
+    assert "- query (string, required)" in text
+    for leaked in [
+        "docList",
+        "docItem",
+        "notes.txt",
+        "CONN-MARKER",
+        "HISTORY-MARKER",
+        "secret learning",
+    ]:
+        assert leaked not in text
+    assert [m["role"] for m in call.messages] == ["system", "user"]
+
+
+async def test_stage_two_always_runs_even_with_a_full_stage_one() -> None:
+    """Parameters come from Stage 2 for every action, never from Stage 1."""
+    llm = one_search_round()
+    await collect(make_state(), llm)
+    kinds = [call.kind for call in llm.calls]
+    assert kinds[kinds.index("select") + 1] == "parameters"
+
+
+async def test_stage_one_with_parameters_is_rejected_and_corrected_once() -> None:
+    """A Stage 1 answer carrying `parameters` is rejected; the error is fed back once."""
+    llm = ScriptedLLM(
+        [
+            taskplan("Find facts"),
+            select(parameters={"query": "x"}),
+            select(),
+            params(query="PowerOn"),
+            stop(),
+            review(),
+            "done",
+        ]
+    )
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    errors = of(events, "error")
+    assert len(errors) == 1 and errors[0].retrying
+    assert "must not include `parameters`" in errors[0].message
+    retry = calls_of(llm, "select")[1]
+    assert retry.messages[-2]["role"] == "assistant"
+    assert "rejected" in retry.messages[-1]["content"]
+    assert "parameters" in retry.messages[-1]["content"]
+    assert of(events, "plan")[0].selection.action == "web.search"
+
+
+async def test_stage_one_schema_naming_context_fields_is_rejected() -> None:
+    """parametersSchema may not name documentList, connectionReference, history, ... ."""
+    for name in ["documentList", "connectionReference", "history", "documents", "connections"]:
+        bad = select(parametersSchema={"fields": [{"name": name, "type": "string"}]})
+        llm = ScriptedLLM(
+            [taskplan("t"), bad, select(), params(query="q"), stop(), review(), "done"]
+        )
+        events = await collect(make_state(), llm)
+        llm.assert_complete()
+        assert name in of(events, "error")[0].message
+
+
+async def test_an_action_outside_the_allowed_catalog_is_rejected() -> None:
+    """The policy's deny-list wins; the rejection names the allowed actions."""
+    policy = Policy(denied={"*": ["web.crawl"]})
+    llm = ScriptedLLM(
+        [taskplan("t"), select("web.crawl"), select(), params(query="q"), stop(), review(), "ok"]
+    )
+    events = await collect(make_state(policy=policy), llm)
+    llm.assert_complete()
+    error = of(events, "error")[0]
+    assert error.kind == "rejected" and "'web.crawl' is not allowed" in error.message
+    assert "web.crawl" not in user_text(calls_of(llm, "select")[0])
+
+
+async def test_allowed_methods_depend_on_the_task_type() -> None:
+    """A lookup task limited to web.* cannot pick document actions."""
+    policy = Policy(allowed={"lookup": ["web.*"], "*": ["*"]})
+    llm = ScriptedLLM(
+        [
+            taskplan("t", task_type="lookup"),
+            select("document.extract"),
+            select(),
+            params(query="q"),
+            stop(),
+            review(),
+            "ok",
+        ]
+    )
+    events = await collect(make_state(policy=policy), llm)
+    assert of(events, "error")[0].kind == "rejected"
+    assert "document.extract" not in user_text(calls_of(llm, "select")[0])
+
+
+async def test_unknown_document_references_and_connections_are_rejected(store) -> None:
+    """References must name this workflow's documents; connections must be known labels."""
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(requiredInputDocuments=["docList:nothing_here"]),
+            select(requiredConnection="nope"),
+        ]
+    )
+    llm.add(review("failed"), "sorry")
+    events = await collect(make_state(), llm, store=store)
+    llm.assert_complete()
+    kinds = [(e.kind, e.retrying) for e in of(events, "error")]
+    assert kinds == [("reference", True), ("rejected", False)]
+
+
+async def test_two_invalid_selections_fail_the_step_visibly_and_the_review_decides() -> None:
+    """After the one corrective retry the step fails: error, failed message, review."""
+    llm = ScriptedLLM(
+        [taskplan("t"), "not json at all", {"action": 42}, review("failed"), "I could not do it."]
+    )
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    errors = of(events, "error")
+    assert [e.retrying for e in errors] == [True, False]
+    failed = [m for m in of(events, "message") if m.role == "action"]
+    assert failed and failed[0].status == "failed" and failed[0].success is False
+    assert of(events, "status")[0].code == "step_failed"
+    assert of(events, "review")[0].status == "failed"
+    assert of(events, "task")[-1].status == "failed"
+    assert events[-1].status == "failed"
+
+
+async def test_stage_two_forbidden_keys_are_rejected() -> None:
+    """Stage 2 may not send documentList or other context keys."""
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(),
+            params(query="q", documentList=["docList:x"]),
+            params(query="q"),
+            stop(),
+            review(),
+            "ok",
+        ]
+    )
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    assert "documentList" in of(events, "error")[0].message
+
+
+async def test_stage_two_is_validated_against_the_real_parameter_model() -> None:
+    """A missing required field is an error; unknown fields are dropped before validation."""
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(),
+            params(maxResults=3),
+            params(query="q", bogus=1),
+            stop(),
+            review(),
+            "ok",
+        ]
+    )
+    tools = FakeToolExecutor()
+    events = await collect(make_state(), llm, tools=tools)
+    llm.assert_complete()
+    assert "query" in of(events, "error")[0].message
+    act = of(events, "act")[0]
+    assert act.dropped == ["bogus"] and "bogus" not in act.parameters
+    assert tools.calls[0].params.query == "q"
+
+
+async def test_two_invalid_parameter_answers_fail_the_step() -> None:
+    """Stage 2 also gets exactly one corrective retry."""
+    llm = ScriptedLLM([taskplan("t"), select(), params(), params(), review("failed"), "no"])
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    assert [e.retrying for e in of(events, "error")] == [True, False]
+    assert of(events, "status")[0].code == "step_failed"
+
+
+async def test_the_schema_is_reconciled_with_the_real_parameters() -> None:
+    """Unknown schema fields are dropped and required ones added before Stage 2."""
+    schema = {
+        "fields": [{"name": "made_up", "type": "string"}, {"name": "maxResults", "type": "number"}]
+    }
+    llm = ScriptedLLM(
+        [taskplan("t"), select(parametersSchema=schema), params(query="q"), stop(), review(), "ok"]
+    )
+    await collect(make_state(), llm)
+    text = user_text(calls_of(llm, "parameters")[0])
+    assert "made_up" not in text
+    assert "- maxResults (number, optional)" in text
+    assert "- query (string, required)" in text
+
+
+async def test_documents_are_stored_under_the_deterministic_label() -> None:
+    """round{r}_task{t}_action{a}_{label}, on the document, observation and message."""
+    llm = one_search_round()
+    store = MemoryStore()
+    events = await collect(make_state(round=3), llm, store=store)
+    document = of(events, "document")[0].document
+    assert document.label == "round3_task1_action1_search"
+    assert of(events, "observe")[0].observation.resultLabel == "round3_task1_action1_search"
+    message = [m for m in of(events, "message") if m.role == "action"][0]
+    assert message.documentsLabel == "round3_task1_action1_search"
+    assert message.documents == [f"docItem:{document.id}:{document.name}"]
+
+
+async def test_each_action_message_carries_a_short_summary() -> None:
+    """The action's message has a summary derived from its observation."""
+    events = await collect(make_state(), one_search_round())
+    message = [m for m in of(events, "message") if m.role == "action"][0]
+    assert message.method == "web" and message.name == "search"
+    assert message.summary.startswith("web.search produced 1 document(s)")
+    assert len(message.summary) <= 240
+    assert message.status == "success" and message.success is True
+
+
+async def test_the_next_selection_sees_earlier_tasks_in_the_history() -> None:
+    """Action messages of this round enter the history of later tasks, with summaries."""
+    llm = ScriptedLLM(
+        [
+            taskplan("first", "second"),
+            select(), params(query="a"), stop(), review(),
+            select(), params(query="b"), stop(), review(),
+            "done",
+        ]
+    )  # fmt: skip
+    await collect(make_state(), llm)
+    text = user_text(calls_of(llm, "select")[1])
+    history = text.split("## History (newest first)")[1]
+    assert "[r1 t1 a1] action web.search (success)" in history
+    assert "summary: web.search produced 1 document(s)" in history
+    assert "docList:round1_task1_action1_search" in history
+
+
+async def test_observations_are_compact_and_capped() -> None:
+    """At most five previews, short snippets, the JSON within the cap."""
+    from workflows.engine.contracts import ActionResult, ProducedDocument
+
+    async def many(params, ctx):
+        docs = [
+            ProducedDocument(name=f"d{i}.txt", mime="text/plain", data=b"word " * 500)
+            for i in range(9)
+        ]
+        return ActionResult(success=True, documents=docs, notes=["n" * 500] * 20)
+
+    state = make_state()
+    state.caps.observation_chars = 1500
+    events = await collect(state, one_search_round(), tools=FakeToolExecutor({"web.search": many}))
+    observation = of(events, "observe")[0].observation
+    assert observation.documentsCount == 9
+    assert len(observation.previews) <= 5
+    assert len(observation.model_dump_json()) <= 1500
+
+
+async def test_the_final_answer_is_streamed_then_sent_whole() -> None:
+    """Deltas with offsets add up to the final message, which shares their key."""
+    events = await collect(
+        make_state(), one_search_round(final="PowerOn is a web chat. It streams.")
+    )
+    deltas = of(events, "delta")
+    assert len(deltas) > 1
+    assert [d.offset for d in deltas] == [
+        sum(len(x.text) for x in deltas[:i]) for i in range(len(deltas))
+    ]
+    answer = of(events, "message")[-1]
+    assert answer.role == "assistant" and answer.key == deltas[0].key
+    assert answer.content == "".join(d.text for d in deltas) == "PowerOn is a web chat. It streams."
+    assert answer.summary == "PowerOn is a web chat."
+
+
+async def test_every_model_call_reports_its_usage() -> None:
+    """One usage event per call, with the call's kind and the round's position."""
+    events = await collect(make_state(), one_search_round())
+    kinds = [u.kind for u in of(events, "usage")]
+    assert kinds == ["taskplan", "select", "parameters", "refine", "review", "final"]
+    refine = of(events, "refine")[0]
+    assert refine.tokens > 0 and refine.durationMs >= 0
+
+
+async def test_a_tool_crash_becomes_a_visible_failed_step() -> None:
+    """An exception in a tool is an error event and a failed observation; refine decides."""
+
+    async def broken(params, ctx):
+        raise RuntimeError("provider down")
+
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(),
+            params(query="q"),
+            stop(False, "Nothing works."),
+            review("failed"),
+            "no",
+        ]
+    )
+    events = await collect(make_state(), llm, tools=FakeToolExecutor({"web.search": broken}))
+    assert of(events, "error")[0].kind == "tool"
+    assert "provider down" in of(events, "error")[0].message
+    assert of(events, "observe")[0].observation.success is False
+    assert of(events, "status")[0].code == "no_improvement"
+
+
+async def test_the_connection_secret_reaches_the_tool_but_no_event_or_prompt() -> None:
+    """requiredConnection is resolved by the host's controls; the secret stays in the context."""
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(requiredConnection="mine"),
+            params(query="q"),
+            stop(),
+            review(),
+            "ok",
+        ]
+    )
+    tools = FakeToolExecutor()
+    controls = AutoControls(secrets={"mine": "sk-SECRET-123"})
+    state = make_state(connections=[ConnectionInfo(label="mine", kind="tavily")])
+    events = await collect(state, llm, tools=tools, controls=controls)
+    assert tools.calls[0].ctx.connection_secret == "sk-SECRET-123"
+    assert "sk-SECRET-123" not in json.dumps([e.model_dump(mode="json") for e in events])
+    assert all("sk-SECRET-123" not in user_text(call) for call in llm.calls)
+    assert of(events, "act")[0].connection == "mine"
+
+
+async def test_input_documents_reach_the_tool(store) -> None:
+    """Stage 1 references are resolved into the action's context documents."""
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select("document.extract", requiredInputDocuments=["docList:round1_uploads"],
+                   parametersSchema={"fields": []}),
+            params(),
+            stop(),
+            review(),
+            "ok",
+        ]
+    )  # fmt: skip
+    tools = FakeToolExecutor()
+    await collect(make_state(), llm, tools=tools, store=store)
+    assert [d.name for d in tools.calls[0].ctx.documents] == ["notes.txt"]
+
+
+async def test_steering_notes_enter_the_next_selection_as_learnings() -> None:
+    """A user note drained from the controls shows up under Learnings in Stage 1."""
+    llm = one_search_round()
+    events = await collect(
+        make_state(), llm, controls=AutoControls(notes=["Prefer German sources"])
+    )
+    text = user_text(calls_of(llm, "select")[0])
+    assert "User note: Prefer German sources" in text.split("## Learnings")[1]
+    assert any("Steering" in s.reason for s in of(events, "status"))
+
+
+async def test_a_refine_hint_continues_the_loop_with_a_new_action() -> None:
+    """continue leads to another Stage 1 in the same task with the next action number."""
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(), params(query="a"), cont(hint="Scrape the first result"),
+            select("web.scrape"), params(query="b"), stop(),
+            review(), "ok",
+        ]
+    )  # fmt: skip
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    assert [p.action for p in of(events, "plan")] == [1, 2]
+    assert "Next: Scrape the first result" in user_text(calls_of(llm, "select")[1])
+    assert "a1 web.search (success)" in user_text(calls_of(llm, "select")[1])

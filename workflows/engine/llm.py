@@ -1,0 +1,272 @@
+"""The one module that talks to a model: any OpenAI-compatible chat-completions server.
+
+Structured answers ask for a json_schema response format (strict when the schema allows),
+fall back to json_object, then to plain text, remembering per instance what the server
+accepts; the JSON is then extracted robustly and validated into the requested model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
+
+import openai
+from openai import AsyncOpenAI
+from pydantic import ValidationError
+
+from .contracts import (
+    Completion,
+    InvalidModelOutput,
+    Message,
+    ModelUnavailable,
+    T,
+    TextCompletion,
+    Usage,
+)
+
+ResponseFormat = Literal["json_schema", "json_object", "text"]
+_FORMATS: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
+_FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|structured", re.IGNORECASE)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+ALLOW_REMOTE_MODEL_REQUESTS = True
+"""Tests set this to False: then only 127.0.0.1/localhost servers may be called."""
+
+R = TypeVar("R")
+
+
+# --- JSON extraction -------------------------------------------------------------------------
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON object (or array) in a model's answer.
+
+    Tolerates reasoning tags, code fences, leading prose and trailing text.
+    Raises ValueError when there is none.
+    """
+    cleaned = _THINK.sub("", text).strip()
+    candidates = [block.strip() for block in _FENCE.findall(cleaned)] + [cleaned]
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        for index, char in enumerate(candidate):
+            if char not in "{[":
+                continue
+            try:
+                value, _ = decoder.raw_decode(candidate, index)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict | list):
+                return value
+    raise ValueError("the answer holds no JSON object")
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema in OpenAI's strict form, or None when it cannot be strict.
+
+    Strict mode needs `additionalProperties: false` and every property required on every
+    object; free-form objects (dict fields) make a schema non-strict.
+    """
+    result = copy.deepcopy(schema)
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, list):
+            return all(visit(item) for item in node)
+        if not isinstance(node, dict):
+            return True
+        if "$ref" in node:
+            for key in [k for k in node if k != "$ref"]:
+                del node[key]
+            return True
+        node.pop("default", None)
+        if node.get("type") == "object" or "properties" in node:
+            if node.get("additionalProperties") is not False or "properties" not in node:
+                return False
+            node["required"] = list(node["properties"])
+        return all(visit(value) for key, value in node.items() if key != "required")
+
+    return result if visit(result) else None
+
+
+# --- The client -------------------------------------------------------------------------------
+
+
+class OpenAICompatibleLLM:
+    """contracts.LLM over AsyncOpenAI, for OpenAI, Azure, vLLM, Ollama, llama.cpp and others."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        backoff: float = 0.5,
+        temperature: float | None = 0.0,
+        label: str | None = None,
+    ) -> None:
+        self.model = model
+        self.label = label or model
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.temperature = temperature
+        self.response_format: ResponseFormat = "json_schema"
+        """The richest format the server accepted so far; it only ever degrades."""
+        self.stream_usage = True
+        self._base_url = base_url
+        self._client = AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=0
+        )
+
+    # The protocol --------------------------------------------------------------------------
+
+    async def complete(
+        self, messages: Sequence[Message], *, output: type[T], kind: str
+    ) -> Completion[T]:
+        """Ask for JSON shaped as `output`; raise InvalidModelOutput when it does not fit."""
+        while True:
+            fmt = self.response_format
+            try:
+                response, latency = await self._call(
+                    messages, response_format=self._format_param(fmt, output)
+                )
+                break
+            except openai.BadRequestError as error:
+                if fmt == "text" or not _FORMAT_ERROR.search(str(error)):
+                    raise ModelUnavailable(f"the model refused the request: {error}") from error
+                self.response_format = _FORMATS[_FORMATS.index(fmt) + 1]
+        usage = self._usage(kind, response, latency)
+        text = response.choices[0].message.content or "" if response.choices else ""
+        try:
+            value = output.model_validate(extract_json(text))
+        except (ValueError, ValidationError) as error:
+            raise InvalidModelOutput(str(error), raw=text, usage=usage) from error
+        return Completion(value, usage)
+
+    async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:
+        """A plain-text answer."""
+        try:
+            response, latency = await self._call(messages, response_format=None)
+        except openai.BadRequestError as error:
+            raise ModelUnavailable(f"the model refused the request: {error}") from error
+        text = response.choices[0].message.content or "" if response.choices else ""
+        return TextCompletion(text, self._usage(kind, response, latency))
+
+    async def stream_text(
+        self, messages: Sequence[Message], *, kind: str
+    ) -> AsyncIterator[str | Usage]:
+        """Yield text deltas as they arrive, then one Usage (estimated if the server sent none)."""
+        started = time.perf_counter()
+        try:
+            stream = await self._retrying(lambda: self._open_stream(messages))
+        except openai.BadRequestError as error:
+            raise ModelUnavailable(f"the model refused the request: {error}") from error
+        text, usage = "", None
+        try:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = self._usage(kind, chunk, int((time.perf_counter() - started) * 1000))
+                for choice in chunk.choices or []:
+                    piece = choice.delta.content if choice.delta else None
+                    if piece:
+                        text += piece
+                        yield piece
+        except openai.APIError as error:
+            raise ModelUnavailable(f"the stream broke off: {error}") from error
+        latency = int((time.perf_counter() - started) * 1000)
+        yield usage or Usage(
+            kind=kind,
+            prompt_tokens=sum(len(m["content"]) for m in messages) // 4,
+            completion_tokens=len(text) // 4,
+            latency_ms=latency,
+        )
+
+    # Plumbing ------------------------------------------------------------------------------
+
+    def _format_param(self, fmt: ResponseFormat, output: type[T]) -> dict[str, Any] | None:
+        if fmt == "text":
+            return None
+        if fmt == "json_object":
+            return {"type": "json_object"}
+        schema = output.model_json_schema()
+        strict = strict_schema(schema)
+        return {
+            "type": "json_schema",
+            "json_schema": {
+                "name": output.__name__,
+                "schema": strict if strict is not None else schema,
+                "strict": strict is not None,
+            },
+        }
+
+    async def _open_stream(self, messages: Sequence[Message]) -> Any:
+        params = self._params(messages)
+        if self.stream_usage:
+            try:
+                return await self._client.chat.completions.create(
+                    **params, stream=True, stream_options={"include_usage": True}
+                )
+            except openai.BadRequestError as error:
+                if "stream_options" not in str(error):
+                    raise
+                self.stream_usage = False
+        return await self._client.chat.completions.create(**params, stream=True)
+
+    def _params(self, messages: Sequence[Message]) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        return params
+
+    async def _call(
+        self, messages: Sequence[Message], *, response_format: dict[str, Any] | None
+    ) -> tuple[Any, int]:
+        params = self._params(messages)
+        if response_format is not None:
+            params["response_format"] = response_format
+        started = time.perf_counter()
+        response = await self._retrying(lambda: self._client.chat.completions.create(**params))
+        return response, int((time.perf_counter() - started) * 1000)
+
+    async def _retrying(self, call: Callable[[], Awaitable[R]]) -> R:
+        """Retry transient failures (connection, timeout, 429, 5xx) with backoff."""
+        self._guard()
+        for attempt in range(self.max_retries + 1):
+            try:
+                return await call()
+            except (openai.APIConnectionError, openai.RateLimitError) as error:
+                failure: Exception = error
+            except openai.BadRequestError:
+                raise  # the caller decides: a response format to drop, or a refusal
+            except openai.APIStatusError as error:
+                if error.status_code < 500:
+                    raise ModelUnavailable(f"{error.status_code}: {error.message}") from error
+                failure = error
+            if attempt < self.max_retries:
+                await asyncio.sleep(self.backoff * 2**attempt)
+        raise ModelUnavailable(
+            f"{type(failure).__name__} after {self.max_retries + 1} attempts: {failure}"
+        ) from failure
+
+    def _guard(self) -> None:
+        host = urlsplit(self._base_url).hostname or ""
+        if not ALLOW_REMOTE_MODEL_REQUESTS and host not in {"127.0.0.1", "localhost", "::1"}:
+            raise RuntimeError(f"model requests to {host!r} are disabled here")
+
+    def _usage(self, kind: str, response: Any, latency: int) -> Usage:
+        usage = getattr(response, "usage", None)
+        details = getattr(usage, "prompt_tokens_details", None)
+        return Usage(
+            kind=kind,
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            cached_tokens=getattr(details, "cached_tokens", 0) or 0,
+            latency_ms=latency,
+        )
