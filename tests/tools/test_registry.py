@@ -1,0 +1,178 @@
+"""The tool registry: only usable tools in the catalog, reasons for the rest, safe execution."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel
+
+from tests.tools._documents_helpers import context
+from workflows.engine.contracts import ActionContext
+from workflows.engine.testing import ScriptedLLM
+from workflows.tools import ToolRegistry
+from workflows.tools.process import AiProcessParameters
+
+ALL = [
+    "web.search",
+    "web.scrape",
+    "web.crawl",
+    "ai.process",
+    "document.extract",
+    "document.generateReport",
+]
+SEARXNG = {"search_provider": "searxng", "searxng_url": "http://127.0.0.1:8888"}
+
+
+def names(registry: ToolRegistry) -> list[str]:
+    return [tool.name for tool in registry.tools()]
+
+
+def test_configured_provider_offers_every_tool_in_catalog_order():
+    """With a search provider configured, all six tools are offered in the seed's order."""
+    registry = ToolRegistry(SEARXNG)
+    assert names(registry) == ALL
+    assert registry.unavailable() == {}
+
+
+def test_catalog_lines_match_the_seed():
+    """The tiny catalog is derived from the parameter models, as the seed lists it."""
+    assert ToolRegistry(SEARXNG).catalog() == [
+        "web.search(query,maxResults,searchDepth,timeRange,topic,includeDomains,"
+        "excludeDomains,language,includeAnswer,includeRawContent)",
+        "web.scrape(query,maxResults,searchDepth,timeRange,topic,includeDomains,"
+        "excludeDomains,language,includeAnswer,includeRawContent,extractDepth,format)",
+        "web.crawl(documentList,extractDepth,format)",
+        "ai.process(documentList,aiPrompt,processingMode,includeMetadata,"
+        "customInstructions,expectedDocumentFormats)",
+        "document.extract(documentList,aiPrompt)",
+        "document.generateReport(documentList,title)",
+    ]
+
+
+def test_without_provider_search_tools_are_left_out_with_a_reason():
+    """No provider: web.search and web.scrape are missing and the reason says what to set."""
+    registry = ToolRegistry({})
+    assert names(registry) == ALL[2:]
+    reasons = registry.unavailable()
+    assert set(reasons) == {"web.search", "web.scrape"}
+    assert "No search provider is configured" in reasons["web.search"]
+    assert "search_provider" in reasons["web.scrape"]
+
+
+def test_searxng_without_url_is_unavailable():
+    """SearXNG selected but no URL: the reason names searxng_url."""
+    reasons = ToolRegistry({"search_provider": "searxng"}).unavailable()
+    assert "searxng_url is not set" in reasons["web.search"]
+
+
+def test_tavily_with_a_key_is_available():
+    """Tavily with an API key in settings offers the search tools."""
+    registry = ToolRegistry({"search_provider": "tavily", "tavily_api_key": "tvly-abcdef"})
+    assert names(registry) == ALL
+
+
+def test_tavily_without_key_or_connection_is_unavailable():
+    """Tavily selected with neither a key nor the user's connection is explained."""
+    reasons = ToolRegistry({"search_provider": "tavily"}).unavailable()
+    assert "no API key is set (tavily_api_key)" in reasons["web.search"]
+    assert "Tavily connection" in reasons["web.search"]
+
+
+@pytest.mark.parametrize("site", [{}, {"search_provider": "tavily"}])
+def test_a_users_tavily_connection_makes_search_available(site):
+    """The owner's own Tavily connection is enough, whatever the site settings say."""
+    registry = ToolRegistry(site, connection_kinds={"tavily"})
+    assert names(registry) == ALL
+    assert registry.unavailable() == {}
+
+
+def test_invalid_settings_are_a_reason_not_a_crash():
+    """Settings the web tools reject leave them out, naming the bad keys."""
+    registry = ToolRegistry({**SEARXNG, "fetch_timeout": -1})
+    assert "settings are invalid (fetch_timeout)" in registry.unavailable()["web.search"]
+    assert "ai.process" in names(registry)
+
+
+async def test_execute_runs_the_tool():
+    """execute() runs a usable tool with its parameters and returns its result."""
+    llm = ScriptedLLM(["Done."])
+    result = await ToolRegistry().execute(
+        "ai.process", AiProcessParameters(aiPrompt="Say done"), context(llm=llm)
+    )
+    assert result.success
+    assert result.documents[0].data == b"Done.\n"
+
+
+async def test_execute_refuses_unavailable_and_unknown_tools():
+    """An unavailable tool fails with its reason; an unknown one says it is not offered."""
+    registry = ToolRegistry({})
+    result = await registry.execute("web.search", AiProcessParameters(aiPrompt="x"), context())
+    assert not result.success
+    assert result.error.startswith("web.search is not available: No search provider")
+    result = await registry.execute("shell.run", AiProcessParameters(aiPrompt="x"), context())
+    assert result.error == "shell.run is not available: it is not in the catalog"
+
+
+async def test_execute_revalidates_foreign_parameters():
+    """Parameters of another model are validated against the tool's own model."""
+
+    class Loose(BaseModel):
+        aiPrompt: str
+        processingMode: str = "basic"
+
+    llm = ScriptedLLM(["ok"])
+    registry = ToolRegistry()
+    assert (await registry.execute("ai.process", Loose(aiPrompt="x"), context(llm=llm))).success
+    result = await registry.execute(
+        "ai.process", Loose(aiPrompt="x", processingMode="wild"), context()
+    )
+    assert not result.success
+    assert result.error.startswith("ai.process: invalid parameters")
+
+
+async def test_unexpected_errors_become_failed_results_without_secrets():
+    """A tool crash is a failed result; the connection secret never appears in it."""
+    llm = ScriptedLLM([RuntimeError("upstream said: bad key sk-user-secret-123")])
+    ctx = context(("a.txt", "text/plain", b"x"), llm=llm)
+    ctx.connection_secret = "sk-user-secret-123"
+    result = await ToolRegistry().execute("ai.process", AiProcessParameters(aiPrompt="x"), ctx)
+    assert not result.success
+    assert result.error == "ai.process failed: RuntimeError: upstream said: bad key [redacted]"
+
+
+async def test_secrets_in_settings_are_redacted_from_errors():
+    """Values of *_key settings are scrubbed from error messages too."""
+    settings = {"search_provider": "tavily", "tavily_api_key": "tvly-site-key-42"}
+    llm = ScriptedLLM([RuntimeError("echo tvly-site-key-42")])
+    ctx = context(llm=llm)
+    result = await ToolRegistry(settings).execute(
+        "ai.process", AiProcessParameters(aiPrompt="x"), ctx
+    )
+    assert result.error == "ai.process failed: RuntimeError: echo [redacted]"
+
+
+async def test_cancellation_passes_through():
+    """A stop (CancelledError) is never turned into a result."""
+
+    def cancel(messages):
+        raise asyncio.CancelledError
+
+    ctx = context(llm=ScriptedLLM([cancel]))
+    with pytest.raises(asyncio.CancelledError):
+        await ToolRegistry().execute("ai.process", AiProcessParameters(aiPrompt="x"), ctx)
+
+
+async def test_registry_settings_reach_the_tools():
+    """The host's action context may carry no settings: the registry's are used."""
+    llm = ScriptedLLM(["n1", "n2", "final"])
+    text = ("word " * 300 + "\n\n") * 2
+    ctx: ActionContext = context(("a.txt", "text/plain", text.encode()), llm=llm)
+    registry = ToolRegistry({"ai_process_chunk_chars": 1_600})
+    result = await registry.execute("ai.process", AiProcessParameters(aiPrompt="x"), ctx)
+    assert result.success
+    assert [call.kind for call in llm.calls] == [
+        "ai.process.map",
+        "ai.process.map",
+        "ai.process.reduce",
+    ]
