@@ -54,7 +54,7 @@ def tool_settings() -> dict[str, Any]:
     return {
         "search_provider": settings.POWERON_SEARCH_PROVIDER or None,
         "tavily_api_key": settings.POWERON_TAVILY_API_KEY or None,
-        "tavily_url": settings.POWERON_TAVILY_URL,
+        "tavily_base_url": settings.POWERON_TAVILY_URL,
         "searxng_url": settings.POWERON_SEARXNG_URL or None,
         "allow_hosts": list(settings.POWERON_FETCH_ALLOW_HOSTS),
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -80,9 +81,17 @@ class RunControls:
 class WorkflowRun:
     """One round of one workflow, from the user's message to a final status."""
 
-    def __init__(self, workflow: ChatWorkflow, message: ChatMessage) -> None:
+    def __init__(
+        self,
+        workflow: ChatWorkflow,
+        message: ChatMessage,
+        *,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.workflow = workflow
         self.message = message
+        self.on_event = on_event
+        """Called with each stored event after it is broadcast (the command line prints it)."""
         self.deltas: dict[str, dict[str, Any]] = {}
         self.last_flush = 0.0
 
@@ -141,8 +150,13 @@ class WorkflowRun:
             await self.delta(event)
             return
         await self.flush_deltas()
-        stored = await database_sync_to_async(recording.record)(self.workflow.pk, event)
+        await self.publish(await database_sync_to_async(recording.record)(self.workflow.pk, event))
+
+    async def publish(self, stored: dict[str, Any]) -> None:
+        """Send a committed event to the viewers (and the local observer)."""
         await live.broadcast(self.workflow.pk, stored)
+        if self.on_event is not None:
+            self.on_event(stored)
 
     async def delta(self, event: dict[str, Any]) -> None:
         key = event["key"]
@@ -157,14 +171,16 @@ class WorkflowRun:
         self.last_flush = time.monotonic()
         pending, self.deltas = self.deltas, {}
         for event in pending.values():
-            stored = await database_sync_to_async(recording.record)(self.workflow.pk, event)
-            await live.broadcast(self.workflow.pk, stored)
+            await self.publish(
+                await database_sync_to_async(recording.record)(self.workflow.pk, event)
+            )
 
     async def settle(self, status: str, reason: str) -> None:
         """Keep what was streamed, record the final status and tell the viewers."""
         await self.flush_deltas()
-        stored = await database_sync_to_async(recording.settle)(self.workflow.pk, status, reason)
-        await live.broadcast(self.workflow.pk, stored)
+        await self.publish(
+            await database_sync_to_async(recording.settle)(self.workflow.pk, status, reason)
+        )
 
 
 def outcome(round_event: dict[str, Any]) -> tuple[str, str]:

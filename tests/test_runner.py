@@ -1,0 +1,99 @@
+"""The runner: a whole round stored event by event, then settled in a final status."""
+
+import pytest
+from channels.db import database_sync_to_async
+
+from tests.live import connect, receive_until
+from workflows import runs, services
+from workflows.models import ChatDocument, ChatMessage, ChatWorkflow
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+NOTES = b"""# Quarterly notes
+
+Revenue grew 12 percent in the third quarter. Costs fell by 3 percent.
+The team shipped the new search feature in August.
+"""
+
+
+@database_sync_to_async
+def workflow_with_upload(owner, mode="react"):
+    workflow = services.workflow_create(owner=owner, title="", mode=mode)
+    upload = services.document_create(
+        workflow=workflow,
+        name="notes.md",
+        data=NOTES,
+        label=services.PENDING_UPLOAD_LABEL,
+        source=ChatDocument.Source.UPLOADED,
+    )
+    return workflow, upload
+
+
+@database_sync_to_async
+def stored(workflow):
+    workflow.refresh_from_db()
+    return (
+        workflow,
+        list(workflow.events.order_by("seq").values_list("seq", "type")),
+        list(workflow.messages.all()),
+        list(workflow.documents.all()),
+    )
+
+
+async def test_demo_round_runs_stores_and_settles(alice):
+    """With no model configured the demo model runs a whole round through the real tools."""
+    workflow, upload = await workflow_with_upload(alice)
+    await runs.start_round(
+        workflow_id=workflow.pk, user=alice, text="Summarise my notes", document_ids=[upload.pk]
+    )
+    assert await runs.wait_for(workflow.pk) == ChatWorkflow.Status.COMPLETED
+    workflow, events, messages, documents = await stored(workflow)
+
+    seqs = [seq for seq, _ in events]
+    assert seqs == list(range(1, len(seqs) + 1))
+    types = [kind for _, kind in events]
+    assert types[0] == "message"  # the user's message opens the round
+    for kind in ("round", "taskplan", "plan", "act", "observe", "refine", "review", "usage"):
+        assert kind in types, kind
+    assert types[-1] == "status"
+    assert workflow.status == ChatWorkflow.Status.COMPLETED
+    assert workflow.title == "Summarise my notes"
+    assert workflow.prompt_tokens > 0
+
+    roles = [m.role for m in messages]
+    assert roles[0] == ChatMessage.Role.USER
+    assert roles[-1] == ChatMessage.Role.ASSISTANT
+    actions = [m for m in messages if m.role == ChatMessage.Role.ACTION]
+    assert actions and all(m.summary for m in actions)
+    assert upload.pk in [d.pk for d in documents]
+    upload_row = next(d for d in documents if d.pk == upload.pk)
+    assert upload_row.label == "round1_upload"
+    produced = [d for d in documents if d.source == ChatDocument.Source.PRODUCED]
+    assert produced
+    assert all(d.label.startswith("round1_task1_action") for d in produced)
+
+
+async def test_second_start_is_refused_while_running(alice):
+    """One run per workflow: a second message while one runs is refused, clearly."""
+    workflow, upload = await workflow_with_upload(alice)
+    await runs.start_round(workflow_id=workflow.pk, user=alice, text="first", document_ids=[])
+    with pytest.raises(Exception, match="already running"):
+        await runs.start_round(workflow_id=workflow.pk, user=alice, text="second", document_ids=[])
+    await runs.wait_for(workflow.pk)
+
+
+async def test_watcher_sees_the_round_live_in_order(alice):
+    """A connected client receives the stored events live, in seq order, ending in status."""
+    workflow, upload = await workflow_with_upload(alice)
+    communicator = await connect(alice, workflow.pk)
+    await communicator.send_json_to(
+        {"action": "send", "text": "Summarise my notes", "documents": [upload.pk]}
+    )
+    events = await receive_until(
+        communicator, lambda e: e["type"] == "status" and e["payload"].get("final")
+    )
+    stored_seqs = [e["seq"] for e in events if e["seq"] is not None]
+    assert stored_seqs == sorted(stored_seqs)
+    assert stored_seqs == list(range(1, len(stored_seqs) + 1))
+    assert events[-1]["payload"]["status"] == "completed"
+    await communicator.disconnect()

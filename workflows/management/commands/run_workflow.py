@@ -1,0 +1,88 @@
+"""Run one round from the command line, stored like the app stores it, events on stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import mimetypes
+import sys
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from workflows import services
+from workflows.models import ChatDocument, ChatWorkflow
+from workflows.runner import WorkflowRun
+
+EXIT_BAD_ARGUMENTS = 2
+
+
+class Command(BaseCommand):
+    help = (
+        "Run one round of a new workflow against the configured model (or the demo model), "
+        "store it like the app does, and print each event as one JSON line. "
+        "Exit status: 0 completed, 1 failed or stopped, 2 bad arguments."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("task", help="The task, as a user would write it.")
+        parser.add_argument("--mode", choices=[m.value for m in ChatWorkflow.Mode], default="react")
+        parser.add_argument(
+            "--document", action="append", default=[], metavar="PATH", help="Upload a file."
+        )
+        parser.add_argument("--user", default=None, help="Owner (default: a 'cli' account).")
+        parser.add_argument("--max-steps", type=int, default=None)
+
+    def execute(self, *args, **options):
+        try:
+            return super().execute(*args, **options)
+        except CommandError as error:  # argument and input problems: exit status 2
+            self.stderr.write(f"run_workflow: {error}")
+            sys.exit(EXIT_BAD_ARGUMENTS)
+
+    def handle(self, *args, task, mode, document, user, max_steps, **options) -> None:
+        if not task.strip():
+            raise CommandError("the task is empty")
+        if max_steps is not None and not 1 <= max_steps <= 50:
+            raise CommandError("--max-steps must be between 1 and 50")
+        files = [Path(path) for path in document]
+        for path in files:
+            if not path.is_file():
+                raise CommandError(f"no such file: {path}")
+        owner = self.owner(user)
+        workflow = services.workflow_create(owner=owner, mode=mode, max_steps=max_steps)
+        uploads = [
+            services.document_create(
+                workflow=workflow,
+                name=path.name,
+                data=path.read_bytes(),
+                label=services.PENDING_UPLOAD_LABEL,
+                mime_type=mimetypes.guess_type(path.name)[0] or "",
+                source=ChatDocument.Source.UPLOADED,
+            )
+            for path in files
+        ]
+        workflow, message = services.round_open(
+            workflow_id=workflow.pk,
+            owner=owner,
+            text=task,
+            document_ids=[upload.pk for upload in uploads],
+        )
+        run = WorkflowRun(workflow, message, on_event=self.print_event)
+        status = asyncio.run(run.execute())
+        if status != ChatWorkflow.Status.COMPLETED:
+            sys.exit(1)
+
+    def owner(self, username: str | None):
+        User = get_user_model()
+        if username is None:
+            return User.objects.get_or_create(username="cli")[0]
+        try:
+            return User.objects.get(username=username)
+        except User.DoesNotExist as missing:
+            raise CommandError(f"no user named {username!r}") from missing
+
+    def print_event(self, event: dict) -> None:
+        self.stdout.write(json.dumps(event, ensure_ascii=False))
+        self.stdout.flush()
