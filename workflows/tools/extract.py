@@ -11,15 +11,12 @@ import csv
 import io
 import json
 import re
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import PurePosixPath
 from typing import Any
 
-from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import fromstring as defused_fromstring
 from pydantic import BaseModel, Field, computed_field
 
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -352,136 +349,19 @@ def _html(data: bytes, limits: Limits) -> Extracted:
     return Extracted(kind="html", sections=sections, metadata={"title": title} if title else {})
 
 
-# --- PDF ---------------------------------------------------------------------------------
+# --- PDF and DOCX (in extract_binary.py; imported on use, their libraries are heavy) ----
 
 
 def _pdf(data: bytes, limits: Limits) -> Extracted:
-    from pypdf import PdfReader
+    from .extract_binary import parse_pdf
 
-    reader = PdfReader(io.BytesIO(data), strict=False)
-    if reader.is_encrypted:
-        # Owner-password-only PDFs open with an empty user password; anything else cannot.
-        try:
-            opened = reader.decrypt("")
-        except Exception:
-            opened = 0
-        if not opened:
-            raise ExtractionError("the PDF is encrypted and needs a password")
-    total = len(reader.pages)
-    sections: list[Section] = []
-    chars = 0
-    for number, page in enumerate(reader.pages, start=1):
-        if number > limits.max_pages or chars > limits.max_chars:
-            break
-        text = (page.extract_text() or "").strip()
-        chars += len(text)
-        sections.append(Section(title=f"Page {number}", text=text, page=number))
-    metadata: dict[str, Any] = {"pages": total}
-    info = reader.metadata
-    if info is not None:
-        for key in ("title", "author", "subject"):
-            value = getattr(info, key, None)
-            if value:
-                metadata[key] = str(value)[:200]
-    return Extracted(
-        kind="pdf", sections=sections, metadata=metadata, truncated=len(sections) < total
-    )
-
-
-# --- DOCX --------------------------------------------------------------------------------
-
-
-def check_docx_archive(data: bytes, limits: Limits) -> None:
-    """Reject zip bombs and XML entity bombs before python-docx parses anything.
-
-    zipfile never reads more than a member's declared size, so checking the declared sizes
-    bounds what python-docx will inflate.
-    """
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise ExtractionError("not a valid DOCX file (it is not a zip archive)") from None
-    with archive:
-        members = archive.infolist()
-        if len(members) > limits.max_zip_entries:
-            raise ExtractionError(f"the DOCX archive has too many entries ({len(members):,})")
-        declared = sum(member.file_size for member in members)
-        if declared > limits.max_zip_bytes:
-            raise ExtractionError(
-                f"the DOCX archive would expand to {declared:,} bytes "
-                f"(the limit is {limits.max_zip_bytes:,})"
-            )
-        for member in members:
-            ratio = member.file_size / max(member.compress_size, 1)
-            if member.file_size > 1_000_000 and ratio > limits.max_zip_ratio:
-                raise ExtractionError(f"the DOCX part {member.filename} is a compression bomb")
-        if "word/document.xml" not in archive.namelist():
-            raise ExtractionError("not a valid DOCX file (word/document.xml is missing)")
-        for member in members:
-            if member.filename.endswith((".xml", ".rels")):
-                _check_xml(member.filename, archive.read(member))
-
-
-def _check_xml(name: str, part: bytes) -> None:
-    try:
-        defused_fromstring(part, forbid_dtd=True)
-    except DefusedXmlException:
-        raise ExtractionError(
-            f"the DOCX part {name} declares a DTD or entities, which DOCX never needs"
-        ) from None
-    except Exception as error:
-        raise ExtractionError(f"the DOCX part {name} is not well-formed XML ({error})") from None
+    return parse_pdf(data, limits)
 
 
 def _docx(data: bytes, limits: Limits) -> Extracted:
-    check_docx_archive(data, limits)
-    import docx
-    from docx.table import Table
-    from docx.text.paragraph import Paragraph
+    from .extract_binary import parse_docx
 
-    document = docx.Document(io.BytesIO(data))
-    sections: list[Section] = []
-    title, lines = "Introduction", []
-    tables = 0
-
-    def flush() -> None:
-        if any(line.strip() for line in lines):
-            sections.append(Section(title=title, text="\n\n".join(lines).strip()))
-
-    for block in document.iter_inner_content():
-        if isinstance(block, Paragraph):
-            text = block.text.strip()
-            level = _heading_level(block.style.name if block.style is not None else "")
-            if level and text:
-                flush()
-                title, lines = text, [f"{'#' * level} {text}"]
-            elif text:
-                lines.append(text)
-        elif isinstance(block, Table):
-            tables += 1
-            lines.append(_docx_table(block, limits))
-    flush()
-    core = document.core_properties
-    metadata: dict[str, Any] = {"tables": tables}
-    if core.title:
-        metadata["title"] = core.title[:200]
-    if core.author:
-        metadata["author"] = core.author[:200]
-    return Extracted(kind="docx", sections=sections, metadata=metadata)
-
-
-def _heading_level(style: str) -> int:
-    if style == "Title":
-        return 1
-    match = re.fullmatch(r"Heading (\d)", style)
-    return min(int(match[1]), 6) if match else 0
-
-
-def _docx_table(table: Any, limits: Limits) -> str:
-    rows = [[cell.text.strip() for cell in row.cells] for row in table.rows]
-    if not rows:
-        return ""
-    return markdown_table(rows[0], rows[1:], max_chars=limits.max_chars)
+    return parse_docx(data, limits)
 
 
 _PARSERS: dict[str, Callable[[bytes, Limits], Extracted]] = {
