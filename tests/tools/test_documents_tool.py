@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tests.tools._documents_helpers import context, encrypt_pdf, make_pdf, sample_files
 from workflows.engine.contracts import ModelUnavailable, catalog_line
+from workflows.engine.demo import DemoLLM
 from workflows.engine.testing import ScriptedLLM
 from workflows.tools.documents import DocumentExtract, DocumentExtractParameters
 
@@ -142,3 +143,12 @@ async def test_hostile_file_names_cannot_break_the_fence():
 def test_catalog_line_shows_document_list_and_prompt():
     """The tiny catalog entry lists documentList and aiPrompt, as in the seed."""
     assert catalog_line(DocumentExtract()) == "document.extract(documentList,aiPrompt)"
+
+
+async def test_demo_model_returns_plain_extraction_and_says_so():
+    """The offline demo model cannot follow aiPrompt: plain extraction, with a note."""
+    ctx = context(("a.txt", "text/plain", b"Hello there."), llm=DemoLLM())
+    result = await DocumentExtract().run(DocumentExtractParameters(aiPrompt="names"), ctx)
+    assert result.success
+    assert "Hello there." in result.documents[0].data.decode()
+    assert result.notes[0].startswith("demo model: no language model is configured")

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from tests.tools._documents_helpers import context, make_pdf
 from workflows.engine.contracts import InvalidModelOutput, catalog_line
+from workflows.engine.demo import DemoLLM
 from workflows.engine.testing import ScriptedLLM
 from workflows.tools.mapreduce import chunk_text
 from workflows.tools.process import AiProcess, AiProcessParameters
@@ -216,3 +217,19 @@ def test_chunks_respect_the_budget_and_keep_all_text():
     chunks = chunk_text(text, 1_000)
     assert all(len(chunk) <= 1_000 for chunk in chunks)
     assert "".join(chunks).replace("\n", "") == text.replace("\n", "")
+
+
+async def test_demo_model_gives_a_markdown_digest():
+    """Under the demo model ai.process returns an extract of each input, no model call."""
+    ctx = context(("a.txt", "text/plain", b"Otters are back. More later."), llm=DemoLLM())
+    result = await AiProcess().run(params(), ctx)
+    assert result.success
+    assert "## a.txt\n\nOtters are back." in result.documents[0].data.decode()
+
+
+async def test_demo_model_cannot_produce_structured_output():
+    """JSON or CSV needs a real model: the demo model fails clearly."""
+    ctx = context(("a.txt", "text/plain", b"x"), llm=DemoLLM())
+    result = await AiProcess().run(params(expectedDocumentFormats=["json"]), ctx)
+    assert not result.success
+    assert result.error == "ai.process needs a language model for json output"

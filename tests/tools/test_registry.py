@@ -7,11 +7,13 @@ import asyncio
 import pytest
 from pydantic import BaseModel
 
-from tests.tools._documents_helpers import context
-from workflows.engine.contracts import ActionContext
+from tests.tools._documents_helpers import context, make_pdf, pdf_text
+from workflows.engine.contracts import ActionContext, result_label
 from workflows.engine.testing import ScriptedLLM
 from workflows.tools import ToolRegistry
+from workflows.tools.documents import DocumentExtractParameters
 from workflows.tools.process import AiProcessParameters
+from workflows.tools.report import DocumentGenerateReportParameters
 
 ALL = [
     "web.search",
@@ -176,3 +178,28 @@ async def test_registry_settings_reach_the_tools():
         "ai.process.map",
         "ai.process.reduce",
     ]
+
+
+async def test_extract_process_report_chain_over_an_uploaded_pdf():
+    """An uploaded PDF goes through extract, ai.process and the report via stored documents."""
+    llm = ScriptedLLM(["## Digest\n\nOtters: 12 sightings.", "Otters are thriving."])
+    ctx = context(("survey.pdf", "application/pdf", make_pdf(["Otters seen 12 times."])), llm=llm)
+    registry = ToolRegistry()
+    steps = [
+        ("document.extract", DocumentExtractParameters()),
+        ("ai.process", AiProcessParameters(aiPrompt="Digest the survey")),
+        ("document.generateReport", DocumentGenerateReportParameters(title="Otters")),
+    ]
+    for action, (name, parameters) in enumerate(steps, start=1):
+        result = await registry.execute(name, parameters, ctx)
+        assert result.success, result.error
+        label = result_label(1, 1, action, result.label)
+        ctx.documents = [
+            await ctx.store.save(document, label=label, round=1, task=1, action=action)
+            for document in result.documents
+        ]
+    assert [ref.name for ref in ctx.documents] == ["otters.md", "otters.html", "otters.pdf"]
+    assert {ref.label for ref in ctx.documents} == {"round1_task1_action3_report"}
+    assert "Otters are thriving." in pdf_text(await ctx.store.read(ctx.documents[2]))
+    assert "1. result.md" in (await ctx.store.read(ctx.documents[0])).decode()
+    assert "<<<UNTRUSTED DATA from survey.md:" in llm.calls[0].messages[-1]["content"]
