@@ -28,7 +28,7 @@ from .contracts import (
     WebFinding,
 )
 
-Reply = str | dict[str, Any] | BaseModel | Exception | Callable[[Sequence[Message]], Any]
+Reply = str | dict[str, Any] | BaseModel | BaseException | Callable[[Sequence[Message]], Any]
 
 
 @dataclass
@@ -69,7 +69,7 @@ class ScriptedLLM:
         reply = self.replies.popleft()
         if callable(reply) and not isinstance(reply, BaseModel):
             reply = reply(messages)
-        if isinstance(reply, Exception):
+        if isinstance(reply, BaseException):  # CancelledError too, to test cancellation
             raise reply
         if isinstance(reply, BaseModel):
             return reply.model_dump_json(by_alias=True)

@@ -1,0 +1,235 @@
+"""Every way a task's loop stops, each with its own stated reason; approvals; cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.engine.conftest import (
+    collect,
+    cont,
+    make_state,
+    of,
+    one_search_round,
+    params,
+    review,
+    select,
+    stop,
+    taskplan,
+)
+from workflows.engine.contracts import ModelUnavailable
+from workflows.engine.controls import AutoControls
+from workflows.engine.round import run_round
+from workflows.engine.state import Budgets, Policy
+from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+
+
+def codes(events) -> list[str]:
+    return [e.code for e in of(events, "status") if e.code != "info"]
+
+
+async def test_stop_when_the_criteria_are_met() -> None:
+    events = await collect(make_state(), one_search_round())
+    assert codes(events) == ["criteria_met"]
+
+
+async def test_stop_when_nothing_more_can_improve_the_result() -> None:
+    llm = ScriptedLLM(
+        [taskplan("t"), select(), params(query="q"), stop(False, "No better source exists."),
+         review("failed"), "no"]
+    )  # fmt: skip
+    events = await collect(make_state(), llm)
+    assert codes(events) == ["no_improvement"]
+    assert of(events, "status")[0].reason == "No better source exists."
+
+
+async def test_max_steps_asks_first_and_stops_when_refused() -> None:
+    """The ask event comes before the controls are awaited; 0 more steps stops the task."""
+    llm = ScriptedLLM(
+        [taskplan("t"), select(), params(query="a"), cont(), review("failed"), "partial"]
+    )
+    controls = AutoControls()
+    events = await collect(make_state(max_steps=1), llm, controls=controls)
+    llm.assert_complete()
+    assert controls.asked == [(1, 1)]
+    ask = of(events, "ask")[0]
+    assert ask.stepsDone == 1 and ask.task == 1
+    assert codes(events) == ["max_steps"]
+    assert events.index(ask) < events.index(of(events, "status")[0])
+
+
+async def test_granted_steps_continue_the_same_task() -> None:
+    """Answering the ask with more steps continues the same task with its next action."""
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(), params(query="a"), cont(),
+            select(), params(query="b"), stop(),
+            review(), "ok",
+        ]
+    )  # fmt: skip
+    events = await collect(make_state(max_steps=1), llm, controls=AutoControls(extra_steps=[1]))
+    llm.assert_complete()
+    assert [(p.task, p.action) for p in of(events, "plan")] == [(1, 1), (1, 2)]
+    assert codes(events) == ["criteria_met"]
+
+
+async def test_stop_when_the_token_budget_is_spent() -> None:
+    """Once the workflow's tokens are used up no more model calls are made."""
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), cont()])
+    state = make_state(budgets=Budgets(tokens=3000, tokens_used=1500))
+    events = await collect(state, llm)
+    llm.assert_complete()
+    assert codes(events) == ["token_budget"]
+    assert "token budget" in of(events, "status")[0].reason
+    answer = of(events, "message")[-1]
+    assert answer.role == "assistant" and "token budget" in answer.content
+    assert of(events, "task")[-1].status == "failed"
+
+
+async def test_stop_when_the_time_budget_is_spent() -> None:
+    """A clock past the time budget stops the loop with its own reason."""
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 4.0
+        return now[0]
+
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), cont()])
+    state = make_state(budgets=Budgets(seconds=20))
+    events = await collect(state, llm, clock=clock)
+    assert "time_budget" in codes(events)
+    assert "time budget" in of(events, "status")[-1].reason
+
+
+async def test_an_unreachable_model_fails_the_round_visibly() -> None:
+    llm = ScriptedLLM([taskplan("t"), ModelUnavailable("connection refused")])
+    events = await collect(make_state(), llm)
+    assert of(events, "error")[0].kind == "model"
+    assert codes(events) == ["model_unavailable"]
+    assert events[-1].type == "round" and events[-1].status == "failed"
+    assert "connection refused" in events[-1].reason
+
+
+async def test_review_retry_runs_the_task_again_with_the_improvements() -> None:
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(), params(query="a"), stop(), review("retry", ["Use official sources"]),
+            select(), params(query="b"), stop(), review("success"),
+            "ok",
+        ]
+    )  # fmt: skip
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    statuses = [t.status for t in of(events, "task")]
+    assert statuses == ["pending", "running", "retry", "running", "success"]
+    assert [r.retries for r in of(events, "review")] == [0, 1]
+    assert of(events, "plan")[1].action == 2  # numbering goes on: labels never clash
+    assert "Improve: Use official sources" in llm.calls[5].messages[-1]["content"]
+
+
+async def test_retries_are_limited_by_a_small_counter() -> None:
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(), params(query="a"), stop(), review("retry"),
+            select(), params(query="b"), stop(), review("retry"),
+            "no",
+        ]
+    )  # fmt: skip
+    events = await collect(make_state(max_task_retries=1), llm)
+    llm.assert_complete()
+    final = of(events, "task")[-1]
+    assert final.status == "failed" and final.reason.startswith("Retries used up")
+
+
+async def test_approval_is_asked_before_the_action_runs() -> None:
+    tools = FakeToolExecutor()
+    controls = AutoControls(approve=True)
+    events = await collect(
+        make_state(policy=Policy(approval=["web.*"])),
+        one_search_round(),
+        tools=tools,
+        controls=controls,
+    )
+    approvals = of(events, "approval")
+    assert [a.status for a in approvals] == ["waiting", "approved"]
+    assert controls.approvals == [("web.search", approvals[0].parameters)]
+    assert len(tools.calls) == 1
+
+
+async def test_a_rejected_action_is_a_visible_failed_step() -> None:
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(),
+            params(query="q"),
+            stop(False, "Rejected."),
+            review("failed"),
+            "no",
+        ]
+    )
+    tools = FakeToolExecutor()
+    events = await collect(
+        make_state(policy=Policy(approval=["web.search"])), llm, tools=tools,
+        controls=AutoControls(approve=False),
+    )  # fmt: skip
+    assert tools.calls == []
+    assert of(events, "error")[0].kind == "rejected"
+    message = [m for m in of(events, "message") if m.role == "action"][0]
+    assert message.status == "rejected" and message.success is False
+
+
+async def test_cancellation_propagates_out_of_a_tool() -> None:
+    """A stop while an action runs cancels the round; nothing swallows CancelledError."""
+    started = asyncio.Event()
+
+    async def slow(params, ctx):
+        started.set()
+        await asyncio.sleep(60)
+        raise AssertionError("not reached")
+
+    async def consume() -> None:
+        async for _ in run_round(
+            make_state(), llm=one_search_round(), tools=FakeToolExecutor({"web.search": slow}),
+            store=MemoryStore(), controls=AutoControls(),
+        ):  # fmt: skip
+            pass
+
+    task = asyncio.create_task(consume())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_cancellation_propagates_out_of_a_model_call() -> None:
+    llm = ScriptedLLM([asyncio.CancelledError()])
+    with pytest.raises(asyncio.CancelledError):
+        await collect(make_state(), llm)
+
+
+async def test_cancellation_propagates_while_waiting_for_the_user() -> None:
+    class Waiting(AutoControls):
+        async def ask_continue(self, *, task: int, steps_done: int) -> int:
+            await asyncio.sleep(60)
+            return 0
+
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="a"), cont()])
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for event in run_round(
+            make_state(max_steps=1), llm=llm, tools=FakeToolExecutor(), store=MemoryStore(),
+            controls=Waiting(),
+        ):  # fmt: skip
+            seen.append(event.type)
+
+    task = asyncio.create_task(consume())
+    while "ask" not in seen:
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

@@ -1,0 +1,275 @@
+"""The engine's small parts: schemas, events, history order, defaults, guards, observations."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from workflows.engine.contracts import ActionResult, ProducedDocument, result_label
+from workflows.engine.defaults import DefaultsContext, apply_defaults
+from workflows.engine.events import BaseEvent, Event, MessageEvent, event_adapter
+from workflows.engine.guards import (
+    UnsafeParameter,
+    is_allowed,
+    needs_approval,
+    sanitize_parameters,
+)
+from workflows.engine.history import render_history, reverse_chronological
+from workflows.engine.observe import build_observation, summarize
+from workflows.engine.schemas import ActionParameters, ActionSelection, Thought
+from workflows.engine.state import Caps, HistoryEntry, Policy
+from workflows.engine.testing import (
+    AiProcessParameters,
+    DocumentExtractParameters,
+    WebScrapeParameters,
+    WebSearchParameters,
+)
+
+# --- schemas --------------------------------------------------------------------------------
+
+
+def test_a_full_stage_one_answer_is_accepted() -> None:
+    """action + objective + learnings + documents + connection + parametersSchema."""
+    selection = ActionSelection.model_validate(
+        {
+            "action": "web.search",
+            "actionObjective": "find",
+            "learnings": ["l"],
+            "requiredInputDocuments": ["docList:round1_uploads"],
+            "requiredConnection": "mine",
+            "parametersContext": "ctx",
+            "parametersSchema": {"fields": [{"name": "query", "type": "string", "required": True}]},
+        }
+    )
+    assert (selection.method, selection.name) == ("web", "search")
+
+
+def test_stage_one_rejects_parameters() -> None:
+    with pytest.raises(ValidationError, match="must not include `parameters`"):
+        ActionSelection.model_validate({"action": "web.search", "parameters": {}})
+
+
+@pytest.mark.parametrize(
+    "name", ["documentList", "connectionReference", "history", "documents", "connections"]
+)
+def test_stage_one_schema_rejects_context_fields(name: str) -> None:
+    with pytest.raises(ValidationError, match=name):
+        ActionSelection.model_validate(
+            {"action": "web.search", "parametersSchema": {"fields": [{"name": name}]}}
+        )
+
+
+def test_the_older_method_and_name_shape_is_a_fallback() -> None:
+    selection = ActionSelection.model_validate({"action": {"method": "web", "name": "scrape"}})
+    assert selection.action == "web.scrape"
+
+
+def test_stage_one_forbids_undeclared_keys() -> None:
+    with pytest.raises(ValidationError):
+        ActionSelection.model_validate({"action": "web.search", "extra": 1})
+
+
+def test_stage_two_shape_and_its_legacy_form() -> None:
+    assert ActionParameters.model_validate({"parameters": {"q": 1}}).parameters == {"q": 1}
+    dumped = ActionParameters(parameters={}).model_dump(by_alias=True)
+    assert dumped == {"schema": "parameters_v1", "parameters": {}}
+    with pytest.raises(ValidationError):
+        ActionParameters.model_validate({"schema": "other", "parameters": {}})
+
+
+def test_thoughts_hold_a_nested_plan() -> None:
+    thought = Thought.model_validate(
+        {
+            "current_thinking": "t",
+            "planning": [
+                {"description": "a", "status": "Verification Needed", "mark": "unsure",
+                 "sub_steps": [{"description": "a.1", "status": "Done", "result": "r"}]},
+            ],
+            "next_thought_needed": True,
+        }
+    )  # fmt: skip
+    assert thought.planning[0].sub_steps[0].result == "r"  # type: ignore[index]
+
+
+# --- events ---------------------------------------------------------------------------------
+
+
+def test_every_event_type_round_trips_through_the_union() -> None:
+    message = MessageEvent(round=1, task=2, action=3, key="k", role="action", content="c")
+    data = message.model_dump(mode="json")
+    assert {"type", "round", "task", "action"} <= data.keys()
+    assert event_adapter.validate_python(data) == message
+
+
+def test_events_forbid_undeclared_fields() -> None:
+    with pytest.raises(ValidationError):
+        event_adapter.validate_python(
+            {"type": "status", "round": 1, "code": "info", "reason": "r", "x": 1}
+        )
+
+
+def test_the_union_covers_every_event_class() -> None:
+    from typing import get_args
+
+    members = get_args(get_args(Event)[0])
+    assert {cls for cls in BaseEvent.__subclasses__()} == set(members)
+
+
+# --- history --------------------------------------------------------------------------------
+
+
+def entry(round: int, action: int, text: str = "") -> HistoryEntry:
+    return HistoryEntry(
+        role="action", round=round, task=1, action=action, summary=text or f"r{round}a{action}"
+    )
+
+
+def test_history_is_current_round_newest_first_then_older_rounds() -> None:
+    entries = [entry(1, 1), entry(1, 2), entry(2, 1), entry(3, 1), entry(3, 2)]
+    ordered = reverse_chronological(entries, current_round=3)
+    assert [(e.round, e.action) for e in ordered] == [(3, 2), (3, 1), (2, 1), (1, 2), (1, 1)]
+
+
+def test_history_lines_carry_documents_notes_summary_and_learnings() -> None:
+    e = HistoryEntry(
+        role="action", round=1, task=1, action=2, method="web.search", success=True,
+        summary="found 3", documents_label="round1_task1_action2_search",
+        documents=["docList:round1_task1_action2_search", "docItem:7:r.json"],
+        notes=["3 results"], learnings=["use english"],
+    )  # fmt: skip
+    text = render_history([e], 1)
+    assert text.startswith("- [r1 t1 a2] action web.search (success)")
+    for part in ["summary: found 3", "documents: round1_task1_action2_search", "docItem:7:r.json",
+                 "notes: 3 results", "learnings: use english"]:  # fmt: skip
+        assert part in text
+
+
+def test_history_is_cut_oldest_first() -> None:
+    entries = [entry(1, n, "x" * 200) for n in range(1, 30)]
+    text = render_history(entries, 1, max_chars=1000)
+    assert "a29" in text and "a1]" not in text and "older entries omitted" in text
+
+
+# --- defaults -------------------------------------------------------------------------------
+
+
+def ctx(text: str, task_type: str = "general", language: str = "de") -> DefaultsContext:
+    return DefaultsContext(language=language, task_type=task_type, text=text)
+
+
+def test_the_user_language_is_the_default() -> None:
+    params, applied = apply_defaults(WebSearchParameters, {"query": "q"}, ctx("find"))
+    assert params["language"] == "de" and "language" in applied
+
+
+def test_search_depth_is_advanced_for_analysis_and_basic_for_lookups() -> None:
+    assert (
+        apply_defaults(WebSearchParameters, {}, ctx("x", "analysis"))[0]["searchDepth"]
+        == "advanced"
+    )
+    assert apply_defaults(WebSearchParameters, {}, ctx("x", "lookup"))[0]["searchDepth"] == "basic"
+    assert (
+        apply_defaults(WebSearchParameters, {}, ctx("Compare the vendors"))[0]["searchDepth"]
+        == "advanced"
+    )
+
+
+def test_a_time_range_only_when_freshness_is_implied() -> None:
+    stale, applied = apply_defaults(
+        WebSearchParameters, {"timeRange": "year"}, ctx("History of Rome")
+    )
+    assert "timeRange" not in stale and "timeRange" in applied
+    fresh, _ = apply_defaults(WebSearchParameters, {}, ctx("The latest news on PowerOn"))
+    assert fresh["timeRange"] == "month"
+    assert (
+        apply_defaults(WebSearchParameters, {}, ctx("What happened today"))[0]["timeRange"] == "day"
+    )
+
+
+def test_markdown_unless_structured_output_is_asked() -> None:
+    scraped, _ = apply_defaults(WebScrapeParameters, {}, ctx("read it"))
+    assert scraped["format"] == "markdown"
+    processed, _ = apply_defaults(
+        AiProcessParameters,
+        {"aiPrompt": "p", "expectedDocumentFormats": ["json"]},
+        ctx("summarise"),
+    )
+    assert processed["expectedDocumentFormats"] == ["md"]
+    asked, _ = apply_defaults(
+        AiProcessParameters, {"aiPrompt": "p", "expectedDocumentFormats": ["json"]}, ctx("as JSON")
+    )
+    assert asked["expectedDocumentFormats"] == ["json"]
+
+
+def test_defaults_apply_only_to_fields_the_action_has() -> None:
+    params, applied = apply_defaults(DocumentExtractParameters, {}, ctx("latest analysis"))
+    assert params == {} and applied == []
+
+
+# --- guards ---------------------------------------------------------------------------------
+
+
+def test_policy_allow_and_deny_per_task_type() -> None:
+    policy = Policy(allowed={"lookup": ["web.*"], "*": ["*"]}, denied={"*": ["web.crawl"]},
+                    approval=["ai.*"])  # fmt: skip
+    assert is_allowed(policy, "lookup", "web.search")
+    assert not is_allowed(policy, "lookup", "ai.process")
+    assert not is_allowed(policy, "research", "web.crawl")
+    assert is_allowed(policy, "research", "ai.process") and needs_approval(policy, "ai.process")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"url": "file:///etc/passwd"},
+        {"urls": ["https://ok.test", "javascript:alert(1)"]},
+        {"query": "ftp://files.test/x"},
+        {"url": "not a url"},
+        {"url": "https://user:pw@example.test/"},
+        {"filePath": "../../etc/passwd"},
+        {"fileName": "/etc/shadow"},
+    ],
+)
+def test_unsafe_parameters_are_refused(params: dict) -> None:
+    with pytest.raises(UnsafeParameter):
+        sanitize_parameters(params)
+
+
+def test_safe_parameters_pass_trimmed() -> None:
+    cleaned = sanitize_parameters(
+        {"url": " https://example.test/a ", "query": "note: 10:00", "n": 3}
+    )
+    assert cleaned == {"url": "https://example.test/a", "query": "note: 10:00", "n": 3}
+
+
+# --- observations ---------------------------------------------------------------------------
+
+
+def test_the_result_label_format() -> None:
+    assert result_label(2, 3, 4, "Search Results!") == "round2_task3_action4_search_results"
+
+
+def test_observation_previews_are_short_and_at_most_five() -> None:
+    docs = [
+        ProducedDocument(name=f"{i}.md", mime="text/markdown", data=b"A sentence. " * 100)
+        for i in range(7)
+    ]
+    observation = build_observation(
+        ActionResult(success=True, documents=docs, notes=["seven docs"]),
+        "round1_task1_action1_x",
+        Caps(snippet_chars=50),
+    )
+    assert observation.documentsCount == 7 and len(observation.previews) == 5
+    assert all(len(p.snippet) <= 50 for p in observation.previews)
+    assert summarize("ai.process", observation).startswith("ai.process produced 7 document(s)")
+
+
+def test_binary_previews_show_no_bytes() -> None:
+    doc = ProducedDocument(name="a.pdf", mime="application/pdf", data=b"%PDF-1.7 \x00\x01")
+    observation = build_observation(ActionResult(success=True, documents=[doc]), "l", Caps())
+    assert observation.previews[0].snippet == "(application/pdf, 11 bytes)"
+
+
+def test_a_failed_action_summary_says_why() -> None:
+    observation = build_observation(ActionResult(success=False, error="timeout"), "l", Caps())
+    assert summarize("web.scrape", observation) == "web.scrape failed: timeout"
