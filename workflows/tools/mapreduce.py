@@ -20,6 +20,7 @@ from .extract import Extracted, ExtractionError, Limits, extract
 
 DEFAULT_CHUNK_CHARS = 12_000
 DEFAULT_MAX_CHUNKS = 24
+DEFAULT_PARSE_TIMEOUT = 30.0
 _MAX_REDUCE_LEVELS = 3
 
 SAFETY = (
@@ -92,17 +93,23 @@ def max_chunks(ctx: ActionContext) -> int:
 async def read_sources(ctx: ActionContext) -> tuple[list[Source], list[str]]:
     """Read and parse every input document; unreadable ones come back as error messages."""
     limits = Limits.from_settings(ctx.settings)
+    timeout = float(ctx.settings.get("document_parse_timeout", DEFAULT_PARSE_TIMEOUT))
     sources: list[Source] = []
     failures: list[str] = []
     for ref in ctx.documents:
         data = await ctx.store.read(ref)
         try:
             # Parsing is CPU-bound; a thread keeps the event loop (and other workflows) live.
-            extracted = await asyncio.to_thread(
-                extract, data, name=ref.name, mime=ref.mime, limits=limits
+            # A parser that stalls cannot be killed, but the action stops waiting for it.
+            extracted = await asyncio.wait_for(
+                asyncio.to_thread(extract, data, name=ref.name, mime=ref.mime, limits=limits),
+                timeout,
             )
         except ExtractionError as error:
             failures.append(str(error))
+            continue
+        except TimeoutError:
+            failures.append(f"{ref.name} took longer than {timeout:g} s to read")
             continue
         sources.append(Source(ref, extracted))
     return sources, failures
