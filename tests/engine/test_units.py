@@ -112,7 +112,7 @@ def test_the_union_covers_every_event_class() -> None:
     from typing import get_args
 
     members = get_args(get_args(Event)[0])
-    assert {cls for cls in BaseEvent.__subclasses__()} == set(members)
+    assert set(BaseEvent.__subclasses__()) == set(members)
 
 
 # --- history --------------------------------------------------------------------------------

@@ -125,6 +125,16 @@ class OpenAICompatibleLLM:
             base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=0
         )
 
+    async def aclose(self) -> None:
+        """Close the HTTP connections (the host calls this when the run ends)."""
+        await self._client.close()
+
+    async def __aenter__(self) -> OpenAICompatibleLLM:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     # The protocol --------------------------------------------------------------------------
 
     async def complete(

@@ -1,0 +1,124 @@
+"""Whole rounds through the real openai client against the localhost fake model server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.engine.conftest import collect, make_state, of, params, review, select, stop, taskplan
+from workflows.engine.llm import OpenAICompatibleLLM
+from workflows.engine.state import ConnectionInfo, HistoryEntry
+from workflows.engine.testing import MemoryStore
+
+HISTORY = [HistoryEntry(role="user", round=1, content="HISTORY-MARKER from an earlier message")]
+CONNECTIONS = [ConnectionInfo(label="conn-marker", kind="tavily")]
+
+
+def schema_name(body: dict) -> str | None:
+    fmt = body.get("response_format") or {}
+    return (fmt.get("json_schema") or {}).get("name")
+
+
+def text_of(body: dict) -> str:
+    return "\n".join(m["content"] for m in body["messages"])
+
+
+@pytest.fixture
+async def llm(fake_openai):
+    async with OpenAICompatibleLLM(
+        base_url=fake_openai.url, api_key="sk-test", model="fake-model", max_retries=0
+    ) as client:
+        yield client
+
+
+async def test_a_react_round_keeps_stage_two_minimal(fake_openai, llm, store) -> None:
+    """Stage 2 bodies hold no documents, connections or history; Stage 1 asks no values."""
+    fake_openai.add(
+        taskplan("Find facts"),
+        select(requiredInputDocuments=["docList:round1_uploads"], requiredConnection="conn-marker"),
+        params(query="PowerOn"),
+        stop(),
+        review(),
+        "PowerOn is a chat.",
+    )
+    state = make_state(history=HISTORY, connections=CONNECTIONS)
+    events = await collect(state, llm, store=store)
+    fake_openai.assert_complete()
+    assert events[-1].status == "completed"
+    assert of(events, "message")[-1].content == "PowerOn is a chat."
+
+    bodies = {schema_name(b): b for b in fake_openai.requests if schema_name(b)}
+    stage1, stage2 = bodies["ActionSelection"], bodies["ActionParameters"]
+    stage1_schema = stage1["response_format"]["json_schema"]["schema"]
+    assert "parameters" not in stage1_schema["properties"]
+    assert "docList:round1_uploads" in text_of(stage1) and "HISTORY-MARKER" in text_of(stage1)
+    assert "Give no parameter values" in text_of(stage1)
+    stage2_text = text_of(stage2)
+    for leaked in ["docList", "docItem", "notes.txt", "conn-marker", "HISTORY-MARKER"]:
+        assert leaked not in stage2_text
+    assert "SELECTED_ACTION: web.search" in stage2_text
+    assert fake_openai.requests[-1]["stream"] is True
+    usage = of(events, "usage")
+    assert [u.kind for u in usage] == [
+        "taskplan",
+        "select",
+        "parameters",
+        "refine",
+        "review",
+        "final",
+    ]
+    assert all(u.prompt_tokens > 0 for u in usage)
+
+
+async def test_every_call_starts_with_the_same_system_message(fake_openai, llm) -> None:
+    """A stable prefix lets providers cache it."""
+    fake_openai.add(taskplan("t"), select(), params(query="q"), stop(), review(), "ok")
+    await collect(make_state(), llm)
+    systems = {json.dumps(body["messages"][0]) for body in fake_openai.requests}
+    assert len(systems) == 1
+
+
+async def test_an_actionplan_round(fake_openai, llm, store) -> None:
+    fake_openai.add(
+        taskplan("t"),
+        {
+            "actions": [
+                {"action": "document.extract", "requiredInputDocuments": ["docList:round1_uploads"],
+                 "parameters": {"aiPrompt": "key points"}, "resultLabel": "extract"},
+            ]
+        },
+        review(),
+        "Extracted.",
+    )  # fmt: skip
+    events = await collect(make_state(mode="actionplan", connections=CONNECTIONS), llm, store=store)
+    fake_openai.assert_complete()
+    assert of(events, "document")[0].document.label == "round1_task1_action1_extract"
+    assert events[-1].status == "completed"
+
+
+async def test_a_reasoning_round(fake_openai, llm) -> None:
+    fake_openai.add(
+        {"current_thinking": "Plan.", "planning": [{"description": "s"}],
+         "next_thought_needed": True},
+        {"current_thinking": "42.", "planning": [{"description": "s", "status": "Done"}],
+         "next_thought_needed": False},
+    )  # fmt: skip
+    events = await collect(make_state(mode="reasoning"), llm, store=MemoryStore())
+    fake_openai.assert_complete()
+    assert [schema_name(b) for b in fake_openai.requests] == ["Thought", "Thought"]
+    assert of(events, "message")[-1].content == "42."
+
+
+async def test_a_server_without_json_schema_still_runs_the_round(fake_openai_factory) -> None:
+    server = fake_openai_factory(
+        [taskplan("t"), select(), params(query="q"), stop(), review(), "ok"],
+        reject_json_schema=True,
+    )
+    async with OpenAICompatibleLLM(
+        base_url=server.url, api_key="sk-test", model="m", max_retries=0
+    ) as client:
+        events = await collect(make_state(), client)
+    server.assert_complete()
+    assert events[-1].status == "completed"
+    assert not of(events, "error")

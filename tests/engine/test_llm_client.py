@@ -1,0 +1,154 @@
+"""The OpenAI-compatible client: JSON extraction, response formats, streaming, usage, retries."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.fake_openai import FakeReply
+from workflows.engine.contracts import InvalidModelOutput, ModelUnavailable, Usage
+from workflows.engine.llm import OpenAICompatibleLLM, extract_json, strict_schema
+from workflows.engine.schemas import ActionSelection, RefinementDecision, TaskReview
+
+MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "u" * 400}]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1}',
+        '```json\n{"a": 1}\n```',
+        'Sure! Here it is:\n{"a": 1}\nHope that helps {really}.',
+        '<think>{"a": 0} maybe</think>{"a": 1}',
+        'Text {not json} then {"a": 1} trailing',
+    ],
+)
+def test_json_is_extracted_from_fences_prose_and_trailing_text(text: str) -> None:
+    assert extract_json(text) == {"a": 1}
+
+
+def test_no_json_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        extract_json("no braces here")
+
+
+def test_strict_schemas_only_where_the_schema_allows() -> None:
+    strict = strict_schema(RefinementDecision.model_json_schema())
+    assert strict is not None
+    assert set(strict["required"]) == {"decision", "reason", "criteriaMet", "nextHint"}
+    assert strict_schema(ActionSelection.model_json_schema()) is not None
+    from workflows.engine.schemas import ActionParameters
+
+    assert strict_schema(ActionParameters.model_json_schema()) is None  # free-form dict
+
+
+_open: list[OpenAICompatibleLLM] = []
+
+
+def client(url: str, **options) -> OpenAICompatibleLLM:
+    llm = OpenAICompatibleLLM(
+        base_url=url, api_key="sk-test", model="fake-model", backoff=0.01, **options
+    )
+    _open.append(llm)
+    return llm
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients():
+    """Every client a test opens is closed with it."""
+    yield
+    while _open:
+        await _open.pop().aclose()
+
+
+async def test_structured_answers_ask_for_a_json_schema(fake_openai) -> None:
+    fake_openai.add(FakeReply({"decision": "stop", "reason": "ok"}, usage={"cached_tokens": 7}))
+    llm = client(fake_openai.url)
+    completion = await llm.complete(MESSAGES, output=RefinementDecision, kind="refine")
+    assert completion.value.decision == "stop"
+    body = fake_openai.requests[0]
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "RefinementDecision"
+    assert body["response_format"]["json_schema"]["strict"] is True
+    usage = completion.usage
+    assert usage.kind == "refine" and usage.prompt_tokens == 100 and usage.cached_tokens == 7
+    assert usage.latency_ms >= 0
+    fake_openai.assert_complete()
+
+
+async def test_unsupported_json_schema_falls_back_to_json_object_and_remembers(
+    fake_openai_factory,
+) -> None:
+    server = fake_openai_factory(
+        ['{"status": "success"}', '{"status": "failed"}'], reject_json_schema=True
+    )
+    llm = client(server.url)
+    first = await llm.complete(MESSAGES, output=TaskReview, kind="review")
+    second = await llm.complete(MESSAGES, output=TaskReview, kind="review")
+    assert (first.value.status, second.value.status) == ("success", "failed")
+    kinds = [(r.get("response_format") or {}).get("type") for r in server.requests]
+    assert kinds == ["json_schema", "json_object", "json_object"]
+    assert llm.response_format == "json_object"
+
+
+async def test_no_response_format_at_all_falls_back_to_plain_text(fake_openai_factory) -> None:
+    server = fake_openai_factory(
+        ['Here you go: ```json\n{"status": "retry"}\n```'], reject_response_format=True
+    )
+    llm = client(server.url)
+    completion = await llm.complete(MESSAGES, output=TaskReview, kind="review")
+    assert completion.value.status == "retry"
+    assert "response_format" not in server.requests[-1]
+    assert llm.response_format == "text"
+
+
+async def test_invalid_output_carries_the_message_raw_text_and_usage(fake_openai) -> None:
+    fake_openai.add('{"status": "maybe"}')
+    with pytest.raises(InvalidModelOutput) as caught:
+        await client(fake_openai.url).complete(MESSAGES, output=TaskReview, kind="review")
+    assert "status" in str(caught.value)
+    assert caught.value.raw == '{"status": "maybe"}'
+    assert caught.value.usage is not None and caught.value.usage.prompt_tokens == 100
+
+
+async def test_transient_errors_are_retried_with_backoff(fake_openai) -> None:
+    fake_openai.add(FakeReply(status=503, error="busy"), FakeReply(status=429, error="slow"), "hi")
+    text = await client(fake_openai.url, max_retries=2).complete_text(MESSAGES, kind="final")
+    assert text.text == "hi" and len(fake_openai.requests) == 3
+
+
+async def test_the_last_failure_is_model_unavailable(fake_openai) -> None:
+    fake_openai.add(*[FakeReply(status=500, error="down")] * 2)
+    with pytest.raises(ModelUnavailable):
+        await client(fake_openai.url, max_retries=1).complete_text(MESSAGES, kind="final")
+    fake_openai.assert_complete()
+
+
+async def test_an_unreachable_server_is_model_unavailable() -> None:
+    llm = client("http://127.0.0.1:9/v1", max_retries=0)
+    with pytest.raises(ModelUnavailable):
+        await llm.complete_text(MESSAGES, kind="final")
+
+
+async def test_streaming_yields_deltas_then_usage(fake_openai) -> None:
+    fake_openai.add(FakeReply("PowerOn streams every word.", usage={"cached_tokens": 3}))
+    pieces = [p async for p in client(fake_openai.url).stream_text(MESSAGES, kind="final")]
+    *texts, usage = pieces
+    assert "".join(texts) == "PowerOn streams every word." and len(texts) > 1
+    assert isinstance(usage, Usage) and usage.kind == "final"
+    assert usage.prompt_tokens == 100 and usage.cached_tokens == 3
+    assert fake_openai.requests[0]["stream_options"] == {"include_usage": True}
+
+
+async def test_a_stream_without_usage_is_estimated(fake_openai, monkeypatch) -> None:
+    fake_openai.add("Twelve chars")
+    llm = client(fake_openai.url)
+    llm.stream_usage = False  # the server then sends no usage chunk
+    pieces = [p async for p in llm.stream_text(MESSAGES, kind="final")]
+    usage = pieces[-1]
+    assert isinstance(usage, Usage) and usage.prompt_tokens == 100 and usage.completion_tokens == 3
+    assert "stream_options" not in fake_openai.requests[0]
+
+
+async def test_remote_servers_are_refused_in_tests() -> None:
+    with pytest.raises(RuntimeError, match="disabled"):
+        await client("https://api.openai.com/v1").complete_text(MESSAGES, kind="final")

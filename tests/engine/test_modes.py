@@ -1,0 +1,157 @@
+"""Actionplan and Reasoning modes, and the demo model."""
+
+from __future__ import annotations
+
+from tests.engine.conftest import collect, make_state, of, params, review, taskplan
+from workflows.engine.controls import AutoControls
+from workflows.engine.demo import DEMO_LABEL, DemoLLM
+from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+
+
+def planned(action: str, label: str, docs: list[str] | None = None, **parameters) -> dict:
+    return {
+        "action": action,
+        "actionObjective": f"do {action}",
+        "requiredInputDocuments": docs or [],
+        "parameters": parameters,
+        "resultLabel": label,
+    }
+
+
+async def test_actionplan_plans_upfront_then_executes_with_the_same_events(store) -> None:
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            {"actions": [
+                planned("document.extract", "extract", ["docList:round1_uploads"], aiPrompt="key"),
+                planned("document.generateReport", "report",
+                        ["docList:round1_task1_action1_extract"], title="Report"),
+            ]},
+            review(),
+            "done",
+        ]
+    )  # fmt: skip
+    events = await collect(make_state(mode="actionplan"), llm, store=store)
+    llm.assert_complete()
+    assert [c.kind for c in llm.calls] == ["taskplan", "actionplan", "review", "final"]
+    types = [e.type for e in events if e.task == 1 and e.action == 2]
+    assert types == ["plan", "act", "document", "observe", "message"]
+    labels = [e.document.label for e in of(events, "document")]
+    assert labels == ["round1_task1_action1_extract", "round1_task1_action2_report"]
+    assert of(events, "status")[0].code == "plan_complete"
+    assert of(events, "task")[-1].status == "success"
+
+
+async def test_actionplan_rejects_a_plan_with_a_denied_action_or_bad_parameters() -> None:
+    bad_action = {"actions": [planned("web.teleport", "x", query="q")]}
+    bad_params = {"actions": [planned("web.search", "x", documentList=["docList:y"], query="q")]}
+    llm = ScriptedLLM([taskplan("t"), bad_action, bad_params, review("failed"), "no"])
+    events = await collect(make_state(mode="actionplan"), llm)
+    llm.assert_complete()
+    errors = of(events, "error")
+    assert "'web.teleport' is not allowed" in errors[0].message and errors[0].retrying
+    assert "documentList" in errors[1].message and not errors[1].retrying
+    assert of(events, "status")[0].code == "step_failed"
+
+
+async def test_actionplan_stops_at_the_first_failed_action() -> None:
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            {"actions": [planned("document.extract", "x", aiPrompt="p"),
+                         planned("web.search", "y", query="q")]},
+            review("failed"),
+            "no",
+        ]
+    )  # fmt: skip
+    tools = FakeToolExecutor()
+    events = await collect(make_state(mode="actionplan"), llm, tools=tools)
+    assert [c.name for c in tools.calls] == ["document.extract"]
+    assert of(events, "status")[0].code == "step_failed"
+
+
+def thought(text: str, more: bool, status: str = "Pending") -> dict:
+    return {
+        "current_thinking": text,
+        "planning": [
+            {"description": "Understand", "status": "Done", "result": "ok"},
+            {"description": "Solve", "status": status,
+             "sub_steps": [{"description": "Check", "status": status}]},
+        ],
+        "next_thought_needed": more,
+    }  # fmt: skip
+
+
+async def test_reasoning_loops_thought_by_thought_and_the_last_is_the_answer() -> None:
+    llm = ScriptedLLM([thought("Plan first.", True), thought("The answer is 42.", False, "Done")])
+    events = await collect(make_state(mode="reasoning"), llm)
+    llm.assert_complete()
+    thoughts = of(events, "thought")
+    assert [t.number for t in thoughts] == [1, 2]
+    assert thoughts[0].nextThoughtNeeded and not thoughts[1].nextThoughtNeeded
+    assert "  - [Done] Check" in thoughts[1].plan
+    second = llm.calls[1].messages[-1]["content"]
+    assert "Thought 1: Plan first." in second and "- [Pending] Solve" in second
+    answer = of(events, "message")[-1]
+    assert answer.content == "The answer is 42." and answer.role == "assistant"
+    assert events[-1].status == "completed"
+
+
+async def test_reasoning_retries_an_invalid_thought_once_then_fails() -> None:
+    llm = ScriptedLLM([{"current_thinking": "x"}, "nonsense"])
+    events = await collect(make_state(mode="reasoning"), llm)
+    assert [e.retrying for e in of(events, "error")] == [True, False]
+    assert of(events, "status")[0].code == "step_failed"
+    assert events[-1].status == "failed"
+
+
+async def test_reasoning_asks_to_continue_at_its_thought_limit() -> None:
+    llm = ScriptedLLM([thought("a", True), thought("b", True), thought("c", False)])
+    controls = AutoControls(extra_steps=[1])
+    events = await collect(make_state(mode="reasoning", max_steps=1), llm, controls=controls)
+    assert len(of(events, "ask")) == 1 and len(of(events, "thought")) == 3
+
+
+# --- the demo model ---------------------------------------------------------------------------
+
+
+async def test_the_demo_model_extracts_reports_and_summarises(store) -> None:
+    events = await collect(make_state(prompt="Summarise my notes."), DemoLLM(), store=store)
+    assert [p.selection.action for p in of(events, "plan")] == [
+        "document.extract",
+        "document.generateReport",
+    ]
+    assert of(events, "plan")[0].selection.requiredInputDocuments == ["docList:round1_uploads"]
+    assert of(events, "plan")[1].selection.requiredInputDocuments == [
+        "docList:round1_task1_action1_extract"
+    ]
+    assert of(events, "status")[0].code == "criteria_met"
+    answer = of(events, "message")[-1]
+    assert "PowerOn is a web chat. An agent solves tasks in a loop." in answer.content
+    assert "demo model" in answer.content
+    assert events[0].model == DEMO_LABEL and {u.model for u in of(events, "usage")} == {DEMO_LABEL}
+
+
+async def test_the_demo_model_answers_directly_without_documents() -> None:
+    events = await collect(make_state(prompt="Hello"), DemoLLM(), store=MemoryStore())
+    assert of(events, "taskplan")[0].tasks == [] and not of(events, "plan")
+    assert "demo model" in of(events, "message")[-1].content
+    assert events[-1].status == "completed"
+
+
+async def test_the_demo_model_runs_actionplan_and_reasoning(store) -> None:
+    planned_events = await collect(make_state(mode="actionplan"), DemoLLM(), store=store)
+    assert [d.document.label for d in of(planned_events, "document")][-1].endswith("_report")
+    assert planned_events[-1].status == "completed"
+    reasoned = await collect(make_state(mode="reasoning"), DemoLLM(), store=MemoryStore())
+    assert len(of(reasoned, "thought")) == 1 and reasoned[-1].status == "completed"
+
+
+async def test_demo_parameters_fill_only_schema_fields() -> None:
+    llm = DemoLLM()
+    answer = llm.parameters(
+        "SELECTED_ACTION: web.search\nACTION_OBJECTIVE: find x\nPARAMETERS_CONTEXT: c\n"
+        "PARAMETERS_SCHEMA:\n- query (string, required): q"
+    )
+    assert answer == {"schema": "parameters_v1", "parameters": {"query": "find x"}}
+    assert params()["parameters"] == {}
