@@ -144,3 +144,18 @@ async def test_robots_can_be_switched_off(settings_for, website):
     async with SafeFetcher(settings_for(respect_robots=False)) as fetcher:
         await fetcher.get(website.page_url("/private/secret"))
     assert website.paths == ["/private/secret"]
+
+
+async def test_charset_from_the_meta_tag(fetcher, website):
+    """An HTML page without a charset header is decoded by its <meta charset>."""
+
+    def latin1(handler):
+        body = '<html><head><meta charset="iso-8859-1"><title>Zürich</title></head></html>'
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.end_headers()
+        handler.wfile.write(body.encode("latin-1"))
+
+    website.extra["/latin1"] = latin1
+    page = await fetcher.get(website.page_url("/latin1"))
+    assert "Zürich" in page.text()

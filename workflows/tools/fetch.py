@@ -15,6 +15,7 @@ import asyncio
 import codecs
 import contextlib
 import json
+import re
 import socket
 import zlib
 from collections.abc import Awaitable, Callable
@@ -40,6 +41,7 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_BYTES = 512 * 1024
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
 class FetchError(Exception):
@@ -89,9 +91,13 @@ class Page:
     def text(self) -> str:
         """The body as text, in its declared charset (UTF-8 when none or unknown)."""
         codec = "utf-8"
-        if self.charset:
+        declared = self.charset
+        html = self.media_type in ("text/html", "application/xhtml+xml")
+        if not declared and html and (found := _META_CHARSET.search(self.body[:4096])):
+            declared = found.group(1).decode("ascii")
+        if declared:
             with contextlib.suppress(LookupError):
-                codec = codecs.lookup(self.charset).name
+                codec = codecs.lookup(declared).name
         return self.body.decode(codec, errors="replace")
 
     def json(self) -> Any:
