@@ -188,7 +188,8 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 def markdown_sections(text: str, *, default_title: str = "Introduction") -> list[Section]:
     """Split Markdown into sections at ATX headings, ignoring '#' lines inside code fences."""
     sections: list[Section] = []
-    title, lines, fence = default_title, [], None
+    title, fence = default_title, None
+    lines: list[str] = []
     for line in text.splitlines():
         if match := _FENCE.match(line):
             fence = None if fence == match[1] else fence or match[1]

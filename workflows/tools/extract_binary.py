@@ -25,9 +25,9 @@ def parse_pdf(data: bytes, limits: Limits) -> Extracted:
     if reader.is_encrypted:
         # Owner-password-only PDFs open with an empty user password; anything else cannot.
         try:
-            opened = reader.decrypt("")
+            opened = bool(reader.decrypt(""))
         except Exception:
-            opened = 0
+            opened = False
         if not opened:
             raise ExtractionError("the PDF is encrypted and needs a password")
     total = len(reader.pages)
@@ -101,7 +101,8 @@ def parse_docx(data: bytes, limits: Limits) -> Extracted:
     check_docx_archive(data, limits)
     document = docx.Document(io.BytesIO(data))
     sections: list[Section] = []
-    title, lines = "Introduction", []
+    title = "Introduction"
+    lines: list[str] = []
     tables = 0
 
     def flush() -> None:

@@ -12,7 +12,7 @@ import unicodedata
 from pathlib import Path
 
 from fpdf import FPDF
-from fpdf.enums import XPos, YPos
+from fpdf.enums import WrapMode, XPos, YPos
 
 _CORE_ENCODING = "windows-1252"
 _HEADING_SIZES = {1: 18, 2: 14, 3: 12}
@@ -76,7 +76,7 @@ class _Writer:
             self.safe(text),
             new_x=XPos.LMARGIN,
             new_y=YPos.NEXT,
-            wrapmode="CHAR" if mono else "WORD",
+            wrapmode=WrapMode.CHAR if mono else WrapMode.WORD,
         )
 
     def code(self, line: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -171,7 +172,9 @@ class AiProcess:
         return "\n".join(lines)
 
 
-def _demo_result(formats: list[str], sources: list[Source], failures: list[str]) -> ActionResult:
+def _demo_result(
+    formats: Sequence[str], sources: list[Source], failures: list[str]
+) -> ActionResult:
     """Without a language model only a Markdown digest of the inputs can be offered."""
     if set(formats) - {"markdown", "text"}:
         error = f"ai.process needs a language model for {', '.join(formats)} output"
