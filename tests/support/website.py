@@ -15,6 +15,7 @@ Paths:
     /gzip                 a small gzip-encoded article
     /gzip-bomb            ~20 KB of gzip that inflates to 20 MB
     /slow                 waits up to `slow_seconds` before answering
+    /drip                 sends one byte every 0.1 s for up to `slow_seconds`
     /image.png            image/png (a content type the tools refuse)
     /data.json /notes.txt JSON and plain text
     /error                HTTP 500
@@ -259,6 +260,8 @@ class TestWebsite(LocalServer):
         elif path == "/slow":
             self.release.wait(self.slow_seconds)
             send(handler, 200, article_html("/a"))
+        elif path == "/drip":
+            self._drip(handler)
         elif path == "/image.png":
             send(handler, 200, b"\x89PNG\r\n\x1a\nnot really", "image/png")
         elif path == "/data.json":
@@ -269,6 +272,16 @@ class TestWebsite(LocalServer):
             send(handler, 500, b"boom", "text/plain")
         else:
             send(handler, 404, b"<h1>Not found</h1>")
+
+    def _drip(self, handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/plain")
+        handler.end_headers()
+        for _ in range(int(self.slow_seconds * 10)):
+            if self.release.wait(0.1):
+                return
+            handler.wfile.write(b".")
+            handler.wfile.flush()
 
     @staticmethod
     def _stream(handler: BaseHTTPRequestHandler, size: int) -> None:

@@ -127,6 +127,7 @@ async def test_https_sends_the_host_name_for_sni(settings_for, transport, resolv
     [request] = transport.requests
     assert request.url.host == "127.0.0.1"
     assert request.extensions["sni_hostname"] == "secure.test"
+    assert request.headers["Connection"] == "close"  # no TLS reuse across names on one IP
 
 
 async def test_unresolvable_name_fails_clearly(fetcher, transport):

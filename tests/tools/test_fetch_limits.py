@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 
 import pytest
 
@@ -14,6 +15,7 @@ from workflows.tools.fetch import (
     FetchTooLarge,
     FetchUnsupported,
     SafeFetcher,
+    _Inflater,
 )
 from workflows.tools.settings import DEFAULT_USER_AGENT
 
@@ -77,6 +79,20 @@ async def test_time_cap(settings_for, website):
     async with SafeFetcher(settings_for(fetch_timeout=0.3)) as fetcher:
         with pytest.raises(FetchTimeout, match="within 0.3 seconds"):
             await fetcher.get(website.page_url("/slow"))
+
+
+async def test_time_cap_is_an_overall_deadline(settings_for, website):
+    """A body trickling in faster than any read timeout still stops at the time cap."""
+    async with SafeFetcher(settings_for(fetch_timeout=0.5)) as fetcher:
+        with pytest.raises(FetchTimeout):
+            await fetcher.get(website.page_url("/drip"))
+
+
+def test_inflater_never_produces_much_more_than_asked():
+    """Decompression is bounded per call, so a bomb in one chunk cannot fill memory."""
+    packed = gzip.compress(b"\0" * 10_000_000)
+    out = _Inflater("gzip", "http://x/").feed(packed, 1000)
+    assert 1000 < len(out) <= 1001
 
 
 async def test_cancellation_propagates(fetcher, website):

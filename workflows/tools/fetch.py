@@ -284,16 +284,20 @@ class SafeFetcher:
         headers: dict[str, str] | None = None,
     ) -> httpx.Response:
         """Open a streamed response from the first checked address that accepts a connection."""
-        extensions = (
-            {} if target.literal or target.url.scheme != "https" else {"sni_hostname": target.host}
-        )
+        sent_headers = {**(headers or {}), "Host": target.host_header}
+        extensions = {}
+        if target.url.scheme == "https" and target.literal is None:
+            # TLS is verified against the name, though the socket goes to the checked IP.
+            extensions["sni_hostname"] = target.host
+            # The pool is keyed by IP: never reuse a TLS session made for another name.
+            sent_headers["Connection"] = "close"
         error: httpx.ConnectError | None = None
         for address in addresses[:3]:
             request = self._client.build_request(
                 method,
                 target.url.copy_with(host=address),
                 json=json,
-                headers={**(headers or {}), "Host": target.host_header},
+                headers=sent_headers,
                 extensions=extensions,
             )
             try:

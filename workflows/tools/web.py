@@ -95,6 +95,7 @@ class _WebTool:
     async def work(
         self, params: Any, ctx: ActionContext, settings: ToolSettings, fetcher: SafeFetcher
     ) -> ActionResult:
+        """The tool's own work, with parsed settings and an open fetcher."""
         raise NotImplementedError
 
     def _failure(self, error: str) -> ActionResult:
