@@ -49,6 +49,13 @@ def build_llm() -> LLM:
     )
 
 
+async def close_llm(llm: LLM) -> None:
+    """Release the model client's connections (the demo model holds none)."""
+    close = getattr(llm, "aclose", None)
+    if close is not None:
+        await close()
+
+
 def tool_settings() -> dict[str, Any]:
     """The tools' settings, from Django settings (see the README's tool section)."""
     return {

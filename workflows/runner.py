@@ -101,6 +101,7 @@ class WorkflowRun:
         task = asyncio.current_task()
         assert task is not None
         listener = asyncio.create_task(self.listen(task))
+        setup: agent.RunSetup | None = None
         try:
             setup = await agent.prepare(self.workflow, self.message)
             self.controls = RunControls(
@@ -125,6 +126,8 @@ class WorkflowRun:
         finally:
             listener.cancel()
             await asyncio.shield(self.settle(status, reason))
+            if setup is not None:
+                await asyncio.shield(agent.close_llm(setup.llm))
         return status
 
     async def listen(self, run_task: asyncio.Task[Any]) -> None:

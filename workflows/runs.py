@@ -11,7 +11,7 @@ import logging
 
 from channels.db import database_sync_to_async
 
-from . import live, services
+from . import live, recording, services
 from .models import ChatWorkflow
 
 logger = logging.getLogger(__name__)
@@ -58,6 +58,12 @@ async def request_stop(*, workflow_id: int) -> None:
     )()
     if not marked and not await is_active(workflow_id=workflow_id):
         raise CommandRefused("Nothing is running in this workflow.")
+    if marked:  # viewers see "stopping" at once, before the run has wound down
+        stored = await database_sync_to_async(recording.record)(
+            workflow_id,
+            {"type": "status", "status": "stopping", "reason": "Stop requested."},
+        )
+        await live.broadcast(workflow_id, stored)
     await live.send_control(workflow_id, {"action": "stop"})
 
 

@@ -1,5 +1,7 @@
 """Engine fixtures: a round state, the fake catalog, an in-memory store, reply builders."""
 
+# The reply builders live in tests/support/replies.py and are re-exported for engine tests.
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -7,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.replies import cont, params, review, select, stop, taskplan
 from workflows.engine import llm as llm_module
 from workflows.engine.controls import AutoControls
 from workflows.engine.events import Event
@@ -78,43 +81,7 @@ def of(events: list[Event], kind: str) -> list[Any]:
 # --- Replies -----------------------------------------------------------------------------------
 
 
-def taskplan(*objectives: str, task_type: str = "general", criteria: str = "It is done.") -> dict:
-    tasks = [
-        {"objective": o, "successCriteria": [criteria], "taskType": task_type} for o in objectives
-    ]
-    return {"overview": "plan", "tasks": tasks}
-
-
-def select(action: str = "web.search", **extra: Any) -> dict:
-    reply: dict[str, Any] = {
-        "action": action,
-        "actionObjective": f"Run {action}",
-        "learnings": [],
-        "requiredInputDocuments": [],
-        "requiredConnection": None,
-        "parametersContext": "PowerOn is a chat product.",
-        "parametersSchema": {
-            "fields": [{"name": "query", "type": "string", "required": True, "description": "q"}]
-        },
-    }
-    reply.update(extra)
-    return reply
-
-
-def params(**values: Any) -> dict:
-    return {"schema": "parameters_v1", "parameters": values}
-
-
-def stop(criteria_met: bool = True, reason: str = "Done.") -> dict:
-    return {"decision": "stop", "reason": reason, "criteriaMet": criteria_met}
-
-
-def cont(reason: str = "More is needed.", hint: str | None = None) -> dict:
-    return {"decision": "continue", "reason": reason, "nextHint": hint}
-
-
-def review(status: str = "success", improvements: list[str] | None = None) -> dict:
-    return {"status": status, "reason": f"review {status}", "improvements": improvements or []}
+__all__ = ["cont", "params", "review", "select", "stop", "taskplan"]
 
 
 def one_search_round(*, final: str = "PowerOn is a chat.") -> ScriptedLLM:

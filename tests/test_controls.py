@@ -1,0 +1,175 @@
+"""Steering a live run over the socket: stop, steer, extend at max steps, approval.
+
+The model is the real openai client against the localhost fake model server.
+"""
+
+import asyncio
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+
+from tests.live import connect, receive_until
+from tests.support.fake_openai import FakeReply
+from tests.support.replies import cont, extract_step, review, stop, taskplan
+from workflows import runs, services
+from workflows.models import ChatDocument, ChatMessage, ChatWorkflow
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+UPLOAD = "docList:round1_upload"
+
+
+@pytest.fixture
+def model(fake_openai, settings):
+    """The app talks to the fake model server through the real openai client."""
+    settings.POWERON_LLM_BASE_URL = fake_openai.url
+    settings.POWERON_LLM_API_KEY = "sk-test-not-real"
+    return fake_openai
+
+
+@database_sync_to_async
+def workflow_with_upload(owner, **fields):
+    workflow = services.workflow_create(owner=owner, **fields)
+    upload = services.document_create(
+        workflow=workflow,
+        name="notes.md",
+        data=b"# Notes\n\nRevenue grew 12 percent. Costs fell 3 percent.",
+        label=services.PENDING_UPLOAD_LABEL,
+        source=ChatDocument.Source.UPLOADED,
+    )
+    return workflow, upload
+
+
+def is_final(event) -> bool:
+    return event["type"] == "status" and bool(event["payload"].get("final"))
+
+
+async def start(alice, workflow, upload):
+    communicator = await connect(alice, workflow.pk)
+    await communicator.send_json_to(
+        {"action": "send", "text": "Summarise the notes", "documents": [upload.pk]}
+    )
+    return communicator
+
+
+@database_sync_to_async
+def reload(workflow):
+    workflow.refresh_from_db()
+    return workflow, list(workflow.messages.all()), list(workflow.documents.all())
+
+
+async def test_stop_cancels_the_model_call_and_keeps_the_work(alice, model):
+    """A stop during a slow model call ends the run at once as stopped; done work is kept."""
+    workflow, upload = await workflow_with_upload(alice)
+    model.add(
+        taskplan("Summarise"),
+        *extract_step(UPLOAD),
+        FakeReply(content=json.dumps(cont()), delay=60),
+    )
+    communicator = await start(alice, workflow, upload)
+    await receive_until(communicator, lambda e: e["type"] == "observe")
+    loop = asyncio.get_running_loop()
+    asked = loop.time()
+    await communicator.send_json_to({"action": "stop"})
+    events = await receive_until(communicator, is_final)
+    assert loop.time() - asked < 5  # the refine call was still waiting for 60 s
+    assert any(e["payload"].get("status") == "stopping" for e in events)
+    assert events[-1]["payload"]["status"] == "stopped"
+    assert await runs.wait_for(workflow.pk) in (None, ChatWorkflow.Status.STOPPED)
+    workflow, messages, documents = await reload(workflow)
+    assert workflow.status == ChatWorkflow.Status.STOPPED
+    assert workflow.prompt_tokens > 0  # usage so far is kept
+    assert [m.role for m in messages] == [ChatMessage.Role.USER, ChatMessage.Role.ACTION]
+    assert any(d.label == "round1_task1_action1_extracted" for d in documents)
+    await communicator.disconnect()
+
+
+async def test_steer_reaches_the_next_selection_as_a_learning(alice, model):
+    """A note sent while an action runs appears in the next Stage 1 prompt, not the first."""
+    workflow, upload = await workflow_with_upload(alice)
+    first_select, first_params = extract_step(UPLOAD)
+    model.add(
+        taskplan("Summarise"),
+        first_select,
+        FakeReply(content=json.dumps(first_params), delay=1.0),
+        cont(),
+        *extract_step(UPLOAD),
+        stop(),
+        review(),
+        "The notes say revenue grew.",
+    )
+    communicator = await start(alice, workflow, upload)
+    await receive_until(communicator, lambda e: e["type"] == "plan")
+    await communicator.send_json_to({"action": "steer", "text": "focus on costs"})
+    events = await receive_until(communicator, is_final)
+    assert events[-1]["payload"]["status"] == "completed"
+    bodies = [json.dumps(request) for request in model.requests]
+    assert "focus on costs" not in bodies[1]
+    assert any("focus on costs" in b for b in bodies[4:]), "the note reached no later prompt"
+    model.assert_complete()
+    await communicator.disconnect()
+
+
+async def test_at_max_steps_the_loop_asks_and_extend_resumes_the_task(alice, model):
+    """With max 1 step the loop asks; "continue for 1 more" runs a second step in the task."""
+    workflow, upload = await workflow_with_upload(alice, max_steps=1)
+    model.add(
+        taskplan("Summarise"),
+        *extract_step(UPLOAD),
+        cont(),
+        *extract_step(UPLOAD),
+        stop(),
+        review(),
+        "Done in two steps.",
+    )
+    communicator = await start(alice, workflow, upload)
+    asked = await receive_until(communicator, lambda e: e["type"] == "ask")
+    assert "Continue" in asked[-1]["payload"]["question"]
+    await communicator.send_json_to({"action": "extend", "steps": 1})
+    events = await receive_until(communicator, is_final)
+    assert events[-1]["payload"]["status"] == "completed"
+    plans = [e for e in asked + events if e["type"] == "plan"]
+    assert [(e["task"], e["action"]) for e in plans] == [(1, 1), (1, 2)]
+    model.assert_complete()
+    await communicator.disconnect()
+
+
+async def test_declining_to_extend_stops_the_task_with_its_reason(alice, model):
+    """Answering 0 more steps ends the task at max steps, stated as such, work kept."""
+    workflow, upload = await workflow_with_upload(alice, max_steps=1)
+    model.add(taskplan("Summarise"), *extract_step(UPLOAD), cont(), review("failed"), "Partial.")
+    communicator = await start(alice, workflow, upload)
+    await receive_until(communicator, lambda e: e["type"] == "ask")
+    await communicator.send_json_to({"action": "extend", "steps": 0})
+    events = await receive_until(communicator, is_final)
+    codes = [e["payload"].get("code") for e in events if e["type"] == "status"]
+    assert "max_steps" in codes
+    model.assert_complete()
+    await communicator.disconnect()
+
+
+@pytest.mark.parametrize("approved", [True, False])
+async def test_actions_needing_approval_wait_for_the_user(alice, model, settings, approved):
+    """An action configured for approval waits; approved it runs, rejected it fails visibly."""
+    settings.POWERON_APPROVAL_METHODS = ["document.extract"]
+    workflow, upload = await workflow_with_upload(alice)
+    model.add(taskplan("Summarise"), *extract_step(UPLOAD), stop(approved), review(), "Answer.")
+    communicator = await start(alice, workflow, upload)
+    waiting = await receive_until(communicator, lambda e: e["type"] == "approval")
+    assert waiting[-1]["payload"]["status"] == "waiting"
+    assert not any(e["type"] == "observe" for e in waiting)
+    await communicator.send_json_to({"action": "approve", "approved": approved})
+    events = await receive_until(communicator, is_final)
+    decided = [e for e in events if e["type"] == "approval"][0]["payload"]["status"]
+    assert decided == ("approved" if approved else "rejected")
+    step = [e for e in events if e["type"] == "message" and e["payload"]["role"] == "action"]
+    assert step[0]["payload"]["status"] == ("success" if approved else "rejected")
+    if approved:
+        observed = [e for e in events if e["type"] == "observe"][0]["payload"]["observation"]
+        assert observed["success"] is True
+    else:
+        errors = [e for e in events if e["type"] == "error"]
+        assert errors and errors[0]["payload"]["kind"] == "rejected"
+        assert "rejected by the user" in errors[0]["payload"]["message"]
+    await communicator.disconnect()
