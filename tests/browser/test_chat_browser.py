@@ -1,0 +1,225 @@
+"""The chat in a real browser: Debian's Chromium driven by Playwright against Daphne.
+
+The app runs as a real Daphne process on its own SQLite file; the model is the localhost
+fake model server. Screenshots are saved under test-artifacts/ for people to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_openai import FakeOpenAIServer, FakeReply
+from tests.support.replies import cont, extract_step, params, review, select, stop, taskplan
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+PASSWORD = "browser-pass-123"
+NOTES = "# Notes\n\nRevenue grew 12 percent in Q3. Costs fell 3 percent.\n"
+ANSWER = "The notes say revenue grew 12 percent while costs fell 3 percent."
+
+
+def require_chromium() -> None:
+    if Path(CHROMIUM).exists():
+        return
+    message = f"{CHROMIUM} is missing (make test installs Debian's chromium)"
+    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"Daphne exited early with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError("Daphne did not start listening")
+
+
+@pytest.fixture
+def model() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def app_url(model, tmp_path) -> Iterator[str]:
+    """A real Daphne serving the app on a fresh database, talking to the fake model."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERON_", "OPENAI_"))}
+    env.update(
+        DJANGO_SETTINGS_MODULE="poweron.settings",
+        POWERON_VAR_DIR=str(tmp_path / "var"),
+        POWERON_LLM_BASE_URL=model.url,
+        POWERON_LLM_API_KEY="sk-test-not-real",
+        POWERON_LLM_MODEL="fake-model",
+        DJANGO_SUPERUSER_PASSWORD=PASSWORD,
+    )
+    manage = [sys.executable, "manage.py"]
+    for command in (
+        ["migrate", "--noinput"],
+        ["createsuperuser", "--noinput", "--username", "alice", "--email", "a@example.org"],
+    ):
+        subprocess.run(manage + command, cwd=ROOT, env=env, check=True, capture_output=True)
+    port = free_port()
+    log = open(tmp_path / "daphne.log", "wb")  # noqa: SIM115 (closed below)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "poweron.asgi:application",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+        shutil.copy(tmp_path / "daphne.log", ARTIFACTS / "daphne.log")
+
+
+@pytest.fixture
+def page(app_url):
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(
+            viewport={"width": 1280, "height": 900}, accept_downloads=True
+        )
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        try:
+            yield page
+        finally:
+            page.screenshot(path=ARTIFACTS / "last.png")
+            context.close()
+            browser.close()
+
+
+def first_round_script() -> list:
+    """Extract the upload, write a report, stop; each model call a little slow."""
+    slow = 0.4
+    report_select = select(
+        "document.generateReport",
+        requiredInputDocuments=["docList:round1_task1_action1_extracted"],
+        parametersSchema={"fields": [{"name": "title", "type": "string", "required": True}]},
+    )
+    steps = [
+        taskplan("Summarise the notes in a report"),
+        *extract_step("docList:round1_upload"),
+        cont("The report is missing."),
+        report_select,
+        params(title="Notes report"),
+        "# Notes report\n\nRevenue grew 12 percent; costs fell 3 percent.\n",
+        stop(True, "The report is written."),
+        review(),
+    ]
+    delayed = [
+        FakeReply(content=s if isinstance(s, str) else json.dumps(s), delay=slow) for s in steps
+    ]
+    return [*delayed, FakeReply(content=ANSWER, chunk_delay=0.05)]
+
+
+def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
+    """Sign in, upload, watch steps arrive one by one, reload mid-run, stop a second run,
+    and download the produced report."""
+    page.goto(app_url)
+    page.screenshot(path=ARTIFACTS / "01-login.png")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.click("text=Create")
+    page.wait_for_selector("#connection[data-state=live]")
+
+    notes = tmp_path / "notes.md"
+    notes.write_text(NOTES)
+    page.set_input_files("#file-picker", str(notes))
+    page.wait_for_selector(".upload-chip")
+    model.add(*first_round_script())
+    page.fill("textarea[name=text]", "Summarise my notes in a report")
+    page.click("#send-button")
+
+    # Steps appear one at a time while the answer is still to come.
+    page.wait_for_selector("#step-1-1-1")
+    assert page.locator("[data-final-key]").count() == 0
+    page.wait_for_selector("#step-1-1-1-observe .badge-success")
+    page.screenshot(path=ARTIFACTS / "02-first-step.png")
+    assert page.locator("#step-1-1-2").count() == 0
+
+    # Reload mid-run: the history is replayed and the run continues live, without duplicates.
+    page.reload()
+    page.wait_for_selector("#connection[data-state=live]")
+    page.wait_for_selector("#step-1-1-1")
+    page.wait_for_selector("[data-final-key]")
+    page.wait_for_selector("#wf-status[data-status=completed]")
+    assert page.locator(".step").count() == 2
+    assert page.locator("#timeline .message-user").count() == 1
+    assert ANSWER in page.inner_text("[data-final-key]")
+    page.locator("#timeline").evaluate("el => el.scrollTop = 0")
+    page.screenshot(path=ARTIFACTS / "03-completed.png")
+
+    # The report downloads.
+    link = page.locator("a.doc-link", has_text="notes_report.md")
+    with page.expect_download() as download_info:
+        link.click()
+    report = Path(download_info.value.path()).read_text()
+    assert "Revenue grew 12 percent" in report
+    assert "notes.md" in report  # its sources are listed
+
+    # A second run is stopped while the model is still thinking.
+    model.add(taskplan("Think long"), FakeReply(content=json.dumps(select()), delay=60))
+    page.fill("textarea[name=text]", "Now something slow")
+    page.click("#send-button")
+    page.wait_for_selector("#check-2-1")
+    page.wait_for_selector("#wf-status[data-status=running]")
+    clicked = time.monotonic()
+    page.click("#stop-button")
+    page.wait_for_selector("#wf-status[data-status=stopped]", timeout=5_000)
+    stopped_after = time.monotonic() - clicked
+    page.screenshot(path=ARTIFACTS / "04-stopped.png")
+    assert "Stopped by the user" in page.inner_text("#round-2-status")
+    print(f"stop shown after {stopped_after:.2f} s")
