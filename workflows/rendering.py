@@ -55,6 +55,7 @@ def render_event(event: dict[str, Any]) -> str:
         "t": event.get("task", 0),
         "a": event.get("action", 0),
         "workflow_id": event.get("workflow"),
+        "code": str(payload.get("code") or "").replace("_", " "),
     }
     if event_type == "message" and payload.get("role") in ("assistant", "system"):
         context["html"] = mark_safe(render_markdown(payload.get("content", "")))  # noqa: S308
