@@ -59,6 +59,7 @@ async def test_demo_round_runs_stores_and_settles(alice):
     assert workflow.status == ChatWorkflow.Status.COMPLETED
     assert workflow.title == "Summarise my notes"
     assert workflow.prompt_tokens > 0
+    assert workflow.heartbeat is not None  # the run showed it was alive
 
     roles = [m.role for m in messages]
     assert roles[0] == ChatMessage.Role.USER

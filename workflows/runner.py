@@ -15,6 +15,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.utils import timezone
 
 from . import agent, live, recording
 from .documents import WorkflowDocumentStore
@@ -24,6 +25,7 @@ from .models import ChatMessage, ChatWorkflow
 logger = logging.getLogger(__name__)
 
 DELTA_FLUSH_SECONDS = 0.25
+HEARTBEAT_SECONDS = 10
 
 
 class RunControls:
@@ -101,6 +103,7 @@ class WorkflowRun:
         task = asyncio.current_task()
         assert task is not None
         listener = asyncio.create_task(self.listen(task))
+        heartbeat = asyncio.create_task(self.beat())
         setup: agent.RunSetup | None = None
         try:
             setup = await agent.prepare(self.workflow, self.message)
@@ -125,6 +128,7 @@ class WorkflowRun:
             await asyncio.shield(self.emit({"type": "error", "payload": {"message": reason}}))
         finally:
             listener.cancel()
+            heartbeat.cancel()
             await asyncio.shield(self.settle(status, reason))
             if setup is not None:
                 await asyncio.shield(agent.close_llm(setup.llm))
@@ -146,6 +150,12 @@ class WorkflowRun:
                     self.controls.handle(command)
         finally:
             await asyncio.shield(layer.group_discard(group, channel))
+
+    async def beat(self) -> None:
+        """Show the run is alive, so `settle_runs --stale-after` leaves it alone."""
+        while True:
+            await ChatWorkflow.objects.filter(pk=self.workflow.pk).aupdate(heartbeat=timezone.now())
+            await asyncio.sleep(HEARTBEAT_SECONDS)
 
     async def emit(self, event: dict[str, Any]) -> None:
         """Store the event, then broadcast it (deltas: broadcast now, store coalesced)."""
