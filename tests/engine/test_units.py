@@ -138,7 +138,8 @@ def test_history_lines_carry_documents_notes_summary_and_learnings() -> None:
         notes=["3 results"], learnings=["use english"],
     )  # fmt: skip
     text = render_history([e], 1)
-    assert text.startswith("- [r1 t1 a2] action web.search (success)")
+    assert text.startswith("<<<UNTRUSTED DATA from workflow history")  # may quote the web
+    assert "\n- [r1 t1 a2] action web.search (success)" in text
     for part in ["summary: found 3", "documents: round1_task1_action2_search", "docItem:7:r.json",
                  "notes: 3 results", "learnings: use english"]:  # fmt: skip
         assert part in text

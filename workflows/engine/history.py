@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .contracts import untrusted
 from .state import HistoryEntry
 
 
@@ -68,4 +69,7 @@ def render_history(
             break
         lines.append(line)
         used += len(line) + 1
-    return "\n".join(lines) or "(none)"
+    if not lines:
+        return "(none)"
+    # Summaries and notes can quote web pages and documents: the model reads them as data.
+    return untrusted("workflow history", "\n".join(lines))
