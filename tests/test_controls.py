@@ -13,7 +13,7 @@ from tests.live import connect, receive_until
 from tests.support.fake_openai import FakeReply
 from tests.support.replies import cont, extract_step, review, stop, taskplan
 from workflows import runs, services
-from workflows.models import ChatDocument, ChatMessage, ChatWorkflow
+from workflows.models import ChatMessage, ChatWorkflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,12 +31,10 @@ def model(fake_openai, settings):
 @database_sync_to_async
 def workflow_with_upload(owner, **fields):
     workflow = services.workflow_create(owner=owner, **fields)
-    upload = services.document_create(
+    upload = services.document_upload(
         workflow=workflow,
         name="notes.md",
         data=b"# Notes\n\nRevenue grew 12 percent. Costs fell 3 percent.",
-        label=services.PENDING_UPLOAD_LABEL,
-        source=ChatDocument.Source.UPLOADED,
     )
     return workflow, upload
 

@@ -19,13 +19,7 @@ The team shipped the new search feature in August.
 @database_sync_to_async
 def workflow_with_upload(owner, mode="react"):
     workflow = services.workflow_create(owner=owner, title="", mode=mode)
-    upload = services.document_create(
-        workflow=workflow,
-        name="notes.md",
-        data=NOTES,
-        label=services.PENDING_UPLOAD_LABEL,
-        source=ChatDocument.Source.UPLOADED,
-    )
+    upload = services.document_upload(workflow=workflow, name="notes.md", data=NOTES)
     return workflow, upload
 
 

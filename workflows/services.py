@@ -85,6 +85,22 @@ def document_create(
     return document
 
 
+def document_upload(
+    *, workflow: ChatWorkflow, name: str, data: bytes, mime_type: str = ""
+) -> ChatDocument:
+    """Store a user's file for their next message (it joins the round that message opens)."""
+    if mime_type == "application/octet-stream":  # browsers' "don't know": the name says more
+        mime_type = ""
+    return document_create(
+        workflow=workflow,
+        name=name,
+        data=data,
+        label=PENDING_UPLOAD_LABEL,
+        mime_type=mime_type,
+        source=ChatDocument.Source.UPLOADED,
+    )
+
+
 def message_create(*, workflow: ChatWorkflow, role: str, content: str = "", **fields: Any):
     """Store a message of a workflow."""
     return ChatMessage.objects.create(workflow=workflow, role=role, content=content, **fields)

@@ -12,7 +12,6 @@ from django.views.decorators.http import require_POST
 
 from . import exports, selectors, services
 from .forms import WorkflowCreateForm
-from .models import ChatDocument
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -87,13 +86,11 @@ def document_upload(request: HttpRequest, workflow_id: int) -> HttpResponse:
     if errors:
         return render(request, "workflows/_uploads.html", {"errors": errors}, status=400)
     documents = [
-        services.document_create(
+        services.document_upload(
             workflow=workflow,
             name=upload.name,
             data=upload.read(),
-            label=services.PENDING_UPLOAD_LABEL,
             mime_type=upload.content_type or "",
-            source=ChatDocument.Source.UPLOADED,
         )
         for upload in files
     ]

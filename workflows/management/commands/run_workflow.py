@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import mimetypes
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from workflows import services
-from workflows.models import ChatDocument, ChatWorkflow
+from workflows.models import ChatWorkflow
 from workflows.runner import WorkflowRun
 
 EXIT_BAD_ARGUMENTS = 2
@@ -53,14 +52,7 @@ class Command(BaseCommand):
         owner = self.owner(user)
         workflow = services.workflow_create(owner=owner, mode=mode, max_steps=max_steps)
         uploads = [
-            services.document_create(
-                workflow=workflow,
-                name=path.name,
-                data=path.read_bytes(),
-                label=services.PENDING_UPLOAD_LABEL,
-                mime_type=mimetypes.guess_type(path.name)[0] or "",
-                source=ChatDocument.Source.UPLOADED,
-            )
+            services.document_upload(workflow=workflow, name=path.name, data=path.read_bytes())
             for path in files
         ]
         workflow, message = services.round_open(

@@ -1,0 +1,83 @@
+"""Uploads and exports of the chat, for the owner only."""
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from tests.factories import workflow_with_history
+from workflows import services
+from workflows.models import ChatDocument
+
+pytestmark = pytest.mark.django_db
+
+
+def test_upload_stores_files_for_the_next_message(alice_client, alice):
+    """Uploaded files are stored as pending documents and offered for the next message."""
+    workflow = services.workflow_create(owner=alice)
+    response = alice_client.post(
+        reverse("workflows:upload", args=[workflow.pk]),
+        {"files": [SimpleUploadedFile("a.csv", b"x,y\n1,2\n", "application/octet-stream")]},
+    )
+    document = workflow.documents.get()
+    assert response.status_code == 200
+    assert f'name="documents" value="{document.pk}"' in response.content.decode()
+    assert (document.label, document.source) == ("pending_upload", ChatDocument.Source.UPLOADED)
+    assert document.mime_type == "text/csv"  # the name says more than "octet-stream"
+
+
+def test_oversized_upload_is_refused_and_nothing_is_stored(alice_client, alice, settings):
+    """A file over the limit is refused with its name and the limit; nothing is kept."""
+    settings.POWERON_MAX_UPLOAD_BYTES = 10
+    workflow = services.workflow_create(owner=alice)
+    response = alice_client.post(
+        reverse("workflows:upload", args=[workflow.pk]),
+        {"files": [SimpleUploadedFile("big.txt", b"x" * 11)]},
+    )
+    assert response.status_code == 400
+    assert "big.txt is larger than 10" in response.content.decode()
+    assert not workflow.documents.exists()
+
+
+def test_upload_without_files_says_so(alice_client, alice):
+    workflow = services.workflow_create(owner=alice)
+    response = alice_client.post(reverse("workflows:upload", args=[workflow.pk]), {})
+    assert response.status_code == 400
+    assert "Choose at least one file." in response.content.decode()
+
+
+def test_uploads_and_exports_of_others_are_404(client, alice, bob):
+    """Bob can neither upload into nor export Alice's workflow."""
+    workflow = workflow_with_history(alice)
+    client.force_login(bob)
+    upload = client.post(
+        reverse("workflows:upload", args=[workflow.pk]),
+        {"files": [SimpleUploadedFile("a.txt", b"x")]},
+    )
+    assert upload.status_code == 404
+    for fmt in ("md", "json"):
+        assert client.get(reverse("workflows:export", args=[workflow.pk, fmt])).status_code == 404
+
+
+def test_export_json_holds_messages_documents_and_events(alice_client, alice):
+    """The JSON export is the whole record of the workflow."""
+    workflow = workflow_with_history(alice)
+    response = alice_client.get(reverse("workflows:export", args=[workflow.pk, "json"]))
+    data = json.loads(response.content)
+    assert response["Content-Disposition"] == f'attachment; filename="workflow-{workflow.pk}.json"'
+    assert [m["role"] for m in data["messages"]] == ["user", "action"]
+    assert data["messages"][1]["summary"] == "Extracted the quarterly figures from report.pdf"
+    assert data["documents"][0]["label"] == "round1_task1_action1_extract"
+    assert [e["seq"] for e in data["events"]] == [1, 2, 3]
+
+
+def test_export_markdown_is_a_readable_transcript(alice_client, alice):
+    """The Markdown export lists rounds, actions with their summaries, and documents."""
+    workflow = workflow_with_history(alice)
+    text = alice_client.get(reverse("workflows:export", args=[workflow.pk, "md"])).content.decode()
+    assert text.startswith("# Research task")
+    assert "## Round 1" in text
+    assert "`document.extract`" in text
+    assert "_Extracted the quarterly figures from report.pdf_" in text
+    assert "figures.md" in text
