@@ -65,6 +65,13 @@
   });
 
   chat.addEventListener("htmx:wsAfterMessage", scrollDown);
+  // Notices for this tab fade after a while; the record of the run is in the timeline.
+  chat.addEventListener("htmx:wsAfterMessage", function () {
+    document.querySelectorAll("#notices .toast:not([data-timed])").forEach(function (toast) {
+      toast.dataset.timed = "1";
+      setTimeout(function () { toast.remove(); }, 8000);
+    });
+  });
   chat.addEventListener("htmx:wsOpen", () => setConnection("live"));
   chat.addEventListener("htmx:wsClose", (evt) => {
     const code = evt.detail.event.code;
@@ -85,15 +92,32 @@
     if (nearBottom) pane.scrollTop = pane.scrollHeight;
   }
 
-  // After a send, clear the composer and the attached files.
+  // Clear the composer only once the round has really opened (its user message arrived):
+  // a refused send (say, while another run is going) keeps the text and the attachments.
+  let pendingSend = false;
   chat.addEventListener("htmx:wsAfterSend", function (evt) {
     const form = evt.target.closest("form");
-    if (form && form.id === "composer") {
-      form.reset();
-      const chips = document.getElementById("attachments");
-      if (chips) chips.innerHTML = "";
-    }
+    if (form && form.id === "composer") pendingSend = true;
   });
+  chat.addEventListener("htmx:wsAfterMessage", function (evt) {
+    if (!pendingSend || evt.detail.message.indexOf('class="message message-user"') === -1) return;
+    pendingSend = false;
+    const composer = document.getElementById("composer");
+    if (composer) composer.reset();
+    const chips = document.getElementById("attachments");
+    if (chips) chips.innerHTML = "";
+  });
+
+  // Ctrl+Enter (or Cmd+Enter) sends.
+  const textarea = document.querySelector("#composer textarea");
+  if (textarea) {
+    textarea.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+        e.preventDefault();
+        document.getElementById("send-button").click();
+      }
+    });
+  }
 
   // Drag and drop onto the chat uploads like the file picker does.
   const drop = document.getElementById("dropzone");

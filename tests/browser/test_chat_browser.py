@@ -216,6 +216,15 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     page.click("#send-button")
     page.wait_for_selector("#check-2-1")
     page.wait_for_selector("#wf-status[data-status=running]")
+    assert page.input_value("textarea[name=text]") == ""  # cleared once the round opened
+
+    # A message sent while the run goes on is refused, and the text is kept.
+    page.fill("textarea[name=text]", "One more thing")
+    page.press("textarea[name=text]", "Control+Enter")
+    page.wait_for_selector("#notices .toast.error")
+    assert "already running" in page.inner_text("#notices")
+    assert page.input_value("textarea[name=text]") == "One more thing"
+
     clicked = time.monotonic()
     page.click("#stop-button")
     page.wait_for_selector("#wf-status[data-status=stopped]", timeout=5_000)
