@@ -85,3 +85,12 @@ def test_connection_blank_secret_keeps_the_stored_one(admin_client, alice):
     assert response.status_code == 302
     connection.refresh_from_db()
     assert (connection.kind, connection.secret) == ("searxng", "s1")
+
+
+def test_admin_index_says_which_tools_are_unavailable_and_why(admin_client, settings):
+    """Without a search provider, the admin names web.search as unavailable, with the reason."""
+    settings.POWERON_SEARCH_PROVIDER = ""
+    page = admin_client.get(reverse("admin:index")).content.decode()
+    assert "demo model" in page
+    assert "<code>web.search</code>" in page
+    assert "No search provider is configured" in page

@@ -104,3 +104,24 @@ def test_configured_model_hides_the_notice(alice_client, settings):
     page = alice_client.get(reverse("workflows:home")).content.decode()
     assert "No model configured" not in page
     assert "qwen2.5" in page
+
+
+def test_workflow_page_lists_tools_and_why_some_are_missing(alice_client, alice, settings):
+    """The chat shows which actions the agent can use, and why the others are left out."""
+    settings.POWERON_SEARCH_PROVIDER = ""
+    workflow = workflow_with_history(alice)
+    page = alice_client.get(reverse("workflows:detail", args=[workflow.pk])).content.decode()
+    assert "<code>document.generateReport</code>" in page
+    assert "unavailable: No search provider is configured" in page
+
+
+def test_a_users_tavily_connection_enables_web_search(alice_client, alice, settings):
+    """With their own Tavily connection the user gets web search though the site has none."""
+    from workflows import services
+
+    settings.POWERON_SEARCH_PROVIDER = ""
+    services.connection_create(owner=alice, label="my-tavily", kind="tavily", secret="tvly-x")
+    workflow = workflow_with_history(alice)
+    page = alice_client.get(reverse("workflows:detail", args=[workflow.pk])).content.decode()
+    assert "unavailable" not in page
+    assert "tvly-x" not in page

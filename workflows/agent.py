@@ -34,6 +34,11 @@ def model_configured() -> bool:
     return bool(settings.POWERON_LLM_BASE_URL or settings.POWERON_LLM_API_KEY)
 
 
+def model_label() -> str:
+    """What users are told answers them."""
+    return settings.POWERON_LLM_MODEL if model_configured() else "demo model"
+
+
 def build_llm() -> LLM:
     """The configured OpenAI-compatible model, or the offline demo model."""
     from .engine.demo import DemoLLM
@@ -72,6 +77,23 @@ def build_tools(*, connection_kinds: set[str]) -> ToolExecutor:
     from .tools.registry import ToolRegistry
 
     return ToolRegistry(tool_settings(), connection_kinds=connection_kinds)
+
+
+def tool_overview(*, connection_kinds: set[str] | frozenset[str] = frozenset()) -> list[dict]:
+    """Every tool of the catalog: whether it is usable here and, if not, why."""
+    from .tools.registry import CATALOG, ToolRegistry
+
+    registry = ToolRegistry(tool_settings(), connection_kinds=connection_kinds)
+    unavailable = registry.unavailable()
+    return [
+        {
+            "name": tool.name,
+            "description": tool.description,
+            "available": tool.name not in unavailable,
+            "reason": unavailable.get(tool.name, ""),
+        }
+        for tool in CATALOG
+    ]
 
 
 def history_entry(message: ChatMessage) -> HistoryEntry:

@@ -1,12 +1,8 @@
 """Template context shared by every page."""
 
-from django.conf import settings
+from . import agent
 
 
 def model_status(request) -> dict[str, object]:
     """Whether a real model is configured, and its name, for the banner and the composer."""
-    configured = bool(settings.POWERON_LLM_BASE_URL or settings.POWERON_LLM_API_KEY)
-    return {
-        "model_configured": configured,
-        "model_name": settings.POWERON_LLM_MODEL if configured else "demo model",
-    }
+    return {"model_configured": agent.model_configured(), "model_name": agent.model_label()}

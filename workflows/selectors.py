@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
-from .models import ChatDocument, ChatMessage, ChatWorkflow, WorkflowEvent
+from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
 
 
 def workflow_list(*, user) -> QuerySet[ChatWorkflow]:
@@ -40,3 +40,8 @@ def document_get(*, user, workflow_id: int, document_id: int) -> ChatDocument:
 def event_list_after(*, workflow_id: int, after_seq: int) -> QuerySet[WorkflowEvent]:
     """The events after `after_seq`, in seq order: what a reconnecting client missed."""
     return WorkflowEvent.objects.filter(workflow_id=workflow_id, seq__gt=after_seq).order_by("seq")
+
+
+def connection_kinds(*, user) -> set[str]:
+    """The kinds of provider the user holds a connection for (never the secrets)."""
+    return set(Connection.objects.filter(owner=user).values_list("kind", flat=True))

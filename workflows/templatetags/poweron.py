@@ -1,0 +1,19 @@
+"""Template tags for admin pages."""
+
+from django import template
+
+from workflows import agent
+
+register = template.Library()
+
+
+@register.simple_tag
+def tool_overview() -> list[dict]:
+    """The site's tool catalog with the reason each unavailable tool is left out."""
+    return agent.tool_overview()
+
+
+@register.simple_tag
+def model_label() -> str:
+    """The model the agent uses, or "demo model" when none is configured."""
+    return agent.model_label()
