@@ -12,6 +12,7 @@ def protected_urls(workflow):
     document = workflow.documents.get()
     return [
         reverse("workflows:home"),
+        reverse("workflows:connections"),
         reverse("workflows:detail", args=[workflow.pk]),
         reverse("workflows:document", args=[workflow.pk, document.pk]),
     ]
@@ -50,7 +51,7 @@ def test_users_reach_only_their_own_workflows(client, alice, bob):
     """Bob gets 404 on Alice's workflow and document, and does not see it in his list."""
     workflow = workflow_with_history(alice, title="Alice's secret plan")
     client.force_login(bob)
-    for url in protected_urls(workflow)[1:]:
+    for url in protected_urls(workflow)[2:]:
         assert client.get(url).status_code == 404, url
     assert b"Alice&#x27;s secret plan" not in client.get(reverse("workflows:home")).content
 

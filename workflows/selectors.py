@@ -45,3 +45,13 @@ def event_list_after(*, workflow_id: int, after_seq: int) -> QuerySet[WorkflowEv
 def connection_kinds(*, user) -> set[str]:
     """The kinds of provider the user holds a connection for (never the secrets)."""
     return set(Connection.objects.filter(owner=user).values_list("kind", flat=True))
+
+
+def connection_list(*, user) -> QuerySet[Connection]:
+    """The user's connections; templates show label and kind, never the secret."""
+    return Connection.objects.filter(owner=user).only("id", "label", "kind", "created")
+
+
+def connection_get(*, user, connection_id: int) -> Connection:
+    """One of the user's connections, or 404."""
+    return get_object_or_404(Connection, pk=connection_id, owner=user)

@@ -6,6 +6,12 @@ app_name = "workflows"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("connections/", views.connection_list, name="connections"),
+    path(
+        "connections/<int:connection_id>/delete/",
+        views.connection_delete,
+        name="connection-delete",
+    ),
     path("workflows/new/", views.workflow_create, name="create"),
     path("workflows/<int:workflow_id>/", views.workflow_detail, name="detail"),
     path(

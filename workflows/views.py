@@ -11,7 +11,7 @@ from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_POST
 
 from . import agent, exports, selectors, services
-from .forms import WorkflowCreateForm
+from .forms import ConnectionForm, WorkflowCreateForm
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -113,3 +113,31 @@ def workflow_export(request: HttpRequest, workflow_id: int, fmt: str) -> HttpRes
     filename = f"workflow-{workflow.pk}.{'json' if fmt == 'json' else 'md'}"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
+
+
+def connection_list(request: HttpRequest) -> HttpResponse:
+    """The user's connections (labels and kinds only) and a form to add one."""
+    form = ConnectionForm(request.POST or None, owner=request.user)
+    if request.method == "POST" and form.is_valid():
+        services.connection_create(
+            owner=request.user,
+            label=form.cleaned_data["label"],
+            kind=form.cleaned_data["kind"],
+            secret=form.cleaned_data["secret"],
+        )
+        return redirect("workflows:connections")
+    context = {
+        "connections": selectors.connection_list(user=request.user),
+        "connection_form": form,
+        "workflows": selectors.workflow_list(user=request.user),
+        "form": WorkflowCreateForm(),
+    }
+    status = 400 if request.method == "POST" else 200
+    return render(request, "workflows/connections.html", context, status=status)
+
+
+@require_POST
+def connection_delete(request: HttpRequest, connection_id: int) -> HttpResponse:
+    """Remove one of the user's connections."""
+    selectors.connection_get(user=request.user, connection_id=connection_id).delete()
+    return redirect("workflows:connections")

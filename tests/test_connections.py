@@ -1,0 +1,55 @@
+"""Users manage their own connections; secrets are write-only and private to their owner."""
+
+import pytest
+from django.urls import reverse
+
+from workflows import services
+from workflows.models import Connection
+
+pytestmark = pytest.mark.django_db
+
+
+def test_add_a_connection_and_never_see_the_secret_again(alice_client, alice):
+    """The secret is stored, and the page lists only label and kind."""
+    response = alice_client.post(
+        reverse("workflows:connections"),
+        {"label": "my-tavily", "kind": "tavily", "secret": "tvly-SECRET"},
+    )
+    assert response.status_code == 302
+    connection = Connection.objects.get(owner=alice)
+    assert (connection.label, connection.kind, connection.secret) == (
+        "my-tavily",
+        "tavily",
+        "tvly-SECRET",
+    )
+    page = alice_client.get(reverse("workflows:connections")).content.decode()
+    assert "my-tavily" in page
+    assert "tvly-SECRET" not in page
+
+
+def test_duplicate_label_is_refused_with_a_message(alice_client, alice):
+    services.connection_create(owner=alice, label="my-tavily", kind="tavily", secret="a")
+    response = alice_client.post(
+        reverse("workflows:connections"),
+        {"label": "my-tavily", "kind": "tavily", "secret": "b"},
+    )
+    assert response.status_code == 400
+    assert "already have a connection with this label" in response.content.decode()
+    assert Connection.objects.get(owner=alice).secret == "a"
+
+
+def test_connections_are_private_to_their_owner(client, alice, bob):
+    """Bob neither sees nor removes Alice's connection."""
+    connection = services.connection_create(owner=alice, label="mine", kind="tavily", secret="a")
+    client.force_login(bob)
+    assert "mine" not in client.get(reverse("workflows:connections")).content.decode()
+    url = reverse("workflows:connection-delete", args=[connection.pk])
+    assert client.post(url).status_code == 404
+    assert Connection.objects.filter(pk=connection.pk).exists()
+
+
+def test_owner_removes_a_connection(alice_client, alice):
+    connection = services.connection_create(owner=alice, label="mine", kind="tavily", secret="a")
+    url = reverse("workflows:connection-delete", args=[connection.pk])
+    assert alice_client.post(url).status_code == 302
+    assert not Connection.objects.exists()
