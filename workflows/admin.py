@@ -73,7 +73,34 @@ class ChatWorkflowAdmin(admin.ModelAdmin):
     list_filter = ("status", "mode", "created")
     search_fields = ("title", "owner__username", "messages__content")
     list_select_related = ("owner",)
-    readonly_fields = ("last_seq", "prompt_tokens", "completion_tokens", "created", "updated")
+    # The run's state is written by the runner only: editing it under a live run would lie.
+    readonly_fields = (
+        "status",
+        "status_reason",
+        "current_round",
+        "current_task",
+        "current_action",
+        "heartbeat",
+        "last_seq",
+        "prompt_tokens",
+        "completion_tokens",
+        "created",
+        "updated",
+    )
+    fieldsets = (
+        (None, {"fields": ("owner", "title", "mode", "max_steps")}),
+        (
+            "Run",
+            {
+                "fields": (
+                    ("status", "status_reason"),
+                    ("current_round", "current_task", "current_action"),
+                    ("heartbeat", "last_seq"),
+                )
+            },
+        ),
+        ("Usage", {"fields": (("prompt_tokens", "completion_tokens"), ("created", "updated"))}),
+    )
     inlines = (ChatMessageInline, ChatDocumentInline, WorkflowEventInline)
     date_hierarchy = "created"
 

@@ -34,6 +34,7 @@ async def run_reasoning(run: Run) -> AsyncIterator[Event]:
     )
     task = TaskRun(1, item)
     run.tasks = [task]
+    yield task_status(run, task, "pending")
     yield task_status(run, task, "running")
     thoughts: list[Thought] = []
     limit = run.state.max_steps * THOUGHTS_PER_STEP
