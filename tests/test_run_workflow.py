@@ -1,0 +1,423 @@
+"""`manage.py run_workflow` end to end, as a real subprocess: exit status, stdout events,
+the stored documents, against the fake model server, the local test site and fake search
+providers (every address 127.0.0.1)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fpdf import FPDF
+
+from tests.support.cli import copy_database, download, migrated, run_workflow
+from tests.support.fake_openai import FakeOpenAIServer, FakeReply
+from tests.support.fake_search import FakeSearxng, FakeTavily, site_hits
+from tests.support.replies import cont, extract_step, params, review, select, stop, taskplan
+from tests.support.website import TestWebsite
+
+EVENT_KEYS = {"seq", "type", "round", "task", "action", "payload"}
+PAGE_ONE = "Solar capacity in the Baltic states doubled between 2021 and 2023."
+PAGE_TWO = "Riga installed 1200 rooftop panels on public schools in 2023."
+
+
+def model_settings(server: FakeOpenAIServer) -> dict[str, str]:
+    return {"POWERON_LLM_BASE_URL": server.url, "POWERON_LLM_API_KEY": "sk-test"}
+
+
+def call_kinds(server: FakeOpenAIServer) -> list[str]:
+    """What each recorded request asked for: a schema name, "text" (a tool's own call) or
+    "final" (the streamed answer)."""
+    kinds = []
+    for body in server.requests:
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+        kinds.append(schema or ("final" if body.get("stream") else "text"))
+    return kinds
+
+
+def prompt_text(body: dict) -> str:
+    return "\n".join(str(message.get("content")) for message in body["messages"])
+
+
+def two_page_pdf(path: Path) -> Path:
+    """A real two-page PDF with one known sentence per page."""
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=12)
+    for heading, sentence in (("Solar in the Baltics", PAGE_ONE), ("Schools", PAGE_TWO)):
+        pdf.add_page()
+        pdf.multi_cell(0, 8, f"{heading}\n\n{sentence}")
+    pdf.output(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated database, made once per module and copied for each run."""
+    return migrated(tmp_path_factory.mktemp("template") / "var")
+
+
+@pytest.fixture
+def var_dir(template: Path, tmp_path: Path) -> Path:
+    """This test's own copy of the migrated database and media directory."""
+    return copy_database(template, tmp_path / "var")
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    path = tmp_path / "notes.txt"
+    path.write_text("Solar power grew by 40 percent in 2023.\nWind farms produced steady power.\n")
+    return path
+
+
+# --- document.extract → ai.process → document.generateReport on an uploaded PDF ------------
+
+REPORT_BODY = "## Summary\n\nBaltic solar capacity doubled; Riga equipped 1200 schools."
+
+
+@pytest.fixture(scope="module")
+def pdf_run(template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    """One scripted three-action round over an uploaded two-page PDF (shared: it is slow)."""
+    work = tmp_path_factory.mktemp("pdf")
+    var_dir = copy_database(template, work / "var")
+    pdf = two_page_pdf(work / "briefing.pdf")
+    with FakeOpenAIServer() as server:
+        server.add(
+            taskplan("Write a report on the briefing"),
+            *extract_step("docList:round1_upload"),
+            cont("Now summarise it."),
+            select(
+                "ai.process",
+                requiredInputDocuments=["docList:round1_task1_action1_extracted"],
+                parametersSchema={"fields": []},
+            ),
+            params(aiPrompt="Summarise the key facts"),
+            "Key facts: Baltic solar capacity doubled; Riga equipped 1200 schools.",
+            cont("Now the report."),
+            select(
+                "document.generateReport",
+                requiredInputDocuments=[
+                    "docList:round1_task1_action1_extracted",
+                    "docList:round1_task1_action2_processed",
+                ],
+                parametersSchema={"fields": []},
+            ),
+            params(title="Baltic Solar Briefing"),
+            REPORT_BODY,
+            stop(),
+            review(),
+            "The report is ready.",
+        )
+        run = run_workflow(
+            var_dir,
+            "--document",
+            str(pdf),
+            "Write a report on the attached briefing",
+            settings=model_settings(server),
+        )
+        yield run, server, var_dir
+
+
+def test_a_pdf_round_exits_zero_with_one_json_event_per_line(pdf_run) -> None:
+    """The round completes (exit 0); each stdout line is an event with its routing fields
+    and the seqs run 1..n without a gap."""
+    run, server, _ = pdf_run
+    assert run.returncode == 0, run.explain()
+    server.assert_complete()
+    assert all(event.keys() >= EVENT_KEYS for event in run.events)
+    assert [event["seq"] for event in run.events] == list(range(1, len(run.events) + 1))
+    assert run.events[-1]["payload"] == {
+        "status": "completed",
+        "reason": "Task 1 success: Done.",
+        "final": True,
+    }
+    assert run.answer == "The report is ready."
+
+
+def test_the_three_actions_run_in_order_and_the_pdf_text_reaches_the_model(pdf_run) -> None:
+    """extract, process and report run as actions 1-3; both PDF pages reach ai.process."""
+    run, server, _ = pdf_run
+    acts = [(e["action"], e["payload"]["method"]) for e in run.of("act")]
+    assert acts == [(1, "document.extract"), (2, "ai.process"), (3, "document.generateReport")]
+    assert all(e["payload"]["observation"]["success"] for e in run.of("observe"))
+    assert call_kinds(server) == [
+        "TaskPlan",
+        *["ActionSelection", "ActionParameters", "RefinementDecision"],
+        *["ActionSelection", "ActionParameters", "text", "RefinementDecision"],
+        *["ActionSelection", "ActionParameters", "text", "RefinementDecision"],
+        "TaskReview",
+        "final",
+    ]
+    process_prompt = prompt_text(server.requests[6])
+    assert PAGE_ONE in process_prompt and PAGE_TWO in process_prompt
+
+
+def test_the_report_is_stored_as_markdown_html_and_pdf_under_action_three(pdf_run) -> None:
+    """The report's three files are `document` events labelled round1_task1_action3_report."""
+    run, _, _ = pdf_run
+    report = run.documents("round1_task1_action3_")
+    assert {(doc["name"], doc["mime"]) for doc in report} == {
+        ("baltic_solar_briefing.md", "text/markdown"),
+        ("baltic_solar_briefing.html", "text/html"),
+        ("baltic_solar_briefing.pdf", "application/pdf"),
+    }
+    assert {doc["label"] for doc in report} == {"round1_task1_action3_report"}
+
+
+def test_the_report_pdf_downloads_for_its_owner(pdf_run) -> None:
+    """The owner gets the PDF through the app's download view, as an attachment."""
+    run, _, var_dir = pdf_run
+    (pdf,) = [doc for doc in run.documents("round1_task1_action3_") if doc["name"].endswith("pdf")]
+    got = download(var_dir, workflow=run.workflow, document=pdf["id"], user="cli")
+    assert got.status == 200
+    assert got.content_type == "application/pdf"
+    assert 'attachment; filename="baltic_solar_briefing.pdf"' in got.disposition
+    assert got.body.startswith(b"%PDF")
+    assert len(got.body) == pdf["size"]
+
+
+def test_the_downloaded_markdown_report_lists_its_sources(pdf_run) -> None:
+    """The Markdown report holds the model's body and names both input documents."""
+    run, _, var_dir = pdf_run
+    (md,) = [doc for doc in run.documents("round1_task1_action3_") if doc["name"].endswith(".md")]
+    got = download(var_dir, workflow=run.workflow, document=md["id"], user="cli")
+    assert got.status == 200
+    text = got.body.decode()
+    assert text.startswith("# Baltic Solar Briefing\n")
+    assert "Riga equipped 1200 schools" in text
+    sources = text.split("## Sources", 1)[1]
+    assert "1. briefing.md" in sources and "2. result.md" in sources
+
+
+def test_another_user_cannot_download_the_report(pdf_run) -> None:
+    """The download view answers 404 to anyone but the workflow's owner."""
+    run, _, var_dir = pdf_run
+    pdf = run.documents("round1_task1_action3_")[0]
+    got = download(var_dir, workflow=run.workflow, document=pdf["id"], user="mallory")
+    assert got.status == 404
+    assert not got.body.startswith(b"%PDF")
+
+
+# --- web.search → web.scrape → web.crawl against the local site ----------------------------
+
+
+@pytest.fixture(scope="module", params=["tavily", "searxng"])
+def web_run(request, template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    """A scripted search → scrape → crawl round; the provider's only hit is the site's /b,
+    which links to /c."""
+    var_dir = copy_database(template, tmp_path_factory.mktemp("web") / "var")
+    provider_class = FakeTavily if request.param == "tavily" else FakeSearxng
+    with (
+        TestWebsite() as site,
+        provider_class(site.url, site_hits(["/b"])) as provider,
+        FakeOpenAIServer() as server,
+    ):
+        settings = {
+            **model_settings(server),
+            "POWERON_SEARCH_PROVIDER": request.param,
+            "POWERON_FETCH_ALLOW_HOSTS": site.origin,
+        }
+        if request.param == "tavily":
+            settings |= {
+                "POWERON_TAVILY_API_KEY": "tvly-test-key",
+                "POWERON_TAVILY_URL": provider.url,
+            }
+        else:
+            settings["POWERON_SEARXNG_URL"] = provider.url
+        server.add(
+            taskplan("Research offshore wind"),
+            select("web.search"),
+            params(query="offshore wind farms"),
+            cont("Read the pages."),
+            select("web.scrape"),
+            params(query="offshore wind farms", maxResults=3),
+            cont("Follow their links."),
+            select(
+                "web.crawl",
+                requiredInputDocuments=["docList:round1_task1_action1_search"],
+                parametersSchema={"fields": []},
+            ),
+            params(extractDepth="basic"),
+            stop(),
+            review(),
+            "Wind farms at sea produce steady power.",
+        )
+        run = run_workflow(var_dir, "Research offshore wind farms", settings=settings)
+        yield run, server, site, provider
+
+
+def test_a_web_round_exits_zero(web_run) -> None:
+    """search, scrape and crawl each succeed and the round completes."""
+    run, server, _, _ = web_run
+    assert run.returncode == 0, run.explain()
+    server.assert_complete()
+    methods = [e["payload"]["method"] for e in run.of("act")]
+    assert methods == ["web.search", "web.scrape", "web.crawl"]
+    assert all(e["payload"]["observation"]["success"] for e in run.of("observe")), run.explain()
+
+
+def test_the_provider_receives_the_models_query(web_run) -> None:
+    """Search and scrape each ask the configured provider once, with the model's query."""
+    _, _, _, provider = web_run
+    queries = [q.get("query") or q.get("q") for q in provider.queries]
+    assert queries == ["offshore wind farms", "offshore wind farms"]
+
+
+def test_scraped_pages_are_stored_with_the_local_site_as_source(web_run) -> None:
+    """web.scrape stores the hit's page as a fetched document whose source_url is the site."""
+    run, _, site, _ = web_run
+    (page,) = run.documents("round1_task1_action2_scrape")
+    assert page["source"] == "fetched"
+    assert page["source_url"] == site.page_url("/b")
+
+
+def test_the_crawl_follows_same_site_links(web_run) -> None:
+    """web.crawl fetches the search result /b and the page it links to, /c."""
+    run, _, site, _ = web_run
+    crawled = run.documents("round1_task1_action3_crawl")
+    assert {doc["source_url"] for doc in crawled} == {site.page_url("/b"), site.page_url("/c")}
+    assert all(doc["source"] == "fetched" for doc in crawled)
+    assert "/c" in site.paths and "/robots.txt" in site.paths
+
+
+# --- exit status 1: the round fails ---------------------------------------------------------
+
+
+def test_a_model_that_always_errs_fails_the_round_with_exit_one(var_dir, notes) -> None:
+    """HTTP 500 on every attempt: the model is reported unavailable and the exit status is 1."""
+    with FakeOpenAIServer() as server:
+        server.add(*[FakeReply(status=500)] * 3)  # the first try and two retries
+        run = run_workflow(
+            var_dir, "--document", str(notes), "Summarise", settings=model_settings(server)
+        )
+    assert run.returncode == 1, run.explain()
+    server.assert_complete()
+    (error,) = run.of("error")
+    assert error["payload"]["kind"] == "model"
+    assert run.of("round")[-1]["payload"]["status"] == "failed"
+    assert run.events[-1]["payload"]["status"] == "failed"
+
+
+def test_invalid_output_twice_fails_the_round_with_exit_one(var_dir) -> None:
+    """An action selection invalid twice fails the step; the task fails and so does the round."""
+    with FakeOpenAIServer() as server:
+        server.add(
+            taskplan("Find facts"),
+            "not json at all",
+            {"action": "web.search"},  # still invalid: the required fields are missing
+            review("failed"),
+            "I could not find the facts.",
+        )
+        run = run_workflow(var_dir, "Find facts", settings=model_settings(server))
+    assert run.returncode == 1, run.explain()
+    server.assert_complete()
+    errors = [e["payload"] for e in run.of("error")]
+    assert [e["retrying"] for e in errors] == [True, False]
+    assert "step_failed" in [e["payload"].get("code") for e in run.of("status")]
+    assert run.events[-1]["payload"]["status"] == "failed"
+
+
+# --- exit status 2: bad arguments -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--mode", "fast", "Summarise"], "invalid choice: 'fast'"),
+        ([], "the following arguments are required: task"),
+        (["   "], "the task is empty"),
+        (["--document", "/nonexistent/report.pdf", "Summarise"], "no such file"),
+        (["--user", "nobody", "Summarise"], "no user named 'nobody'"),
+        (["--max-steps", "0", "Summarise"], "--max-steps must be between 1 and 50"),
+    ],
+    ids=["unknown-mode", "missing-task", "empty-task", "missing-file", "unknown-user", "steps"],
+)
+def test_bad_arguments_exit_two_with_a_message(var_dir, args, message) -> None:
+    """Bad arguments: exit status 2, the reason on stderr, no event on stdout."""
+    run = run_workflow(var_dir, *args)
+    assert run.returncode == 2, run.explain()
+    assert message in run.stderr
+    assert run.events == []
+
+
+# --- the other modes -----------------------------------------------------------------------
+
+
+def test_an_actionplan_round_through_the_command(var_dir, notes) -> None:
+    """--mode actionplan: the planned extract runs with its label; exit 0."""
+    with FakeOpenAIServer() as server:
+        server.add(
+            taskplan("Extract the notes"),
+            {
+                "actions": [
+                    {
+                        "action": "document.extract",
+                        "actionObjective": "Read the notes",
+                        "requiredInputDocuments": ["docList:round1_upload"],
+                        "parameters": {},
+                        "resultLabel": "extract",
+                    }
+                ]
+            },
+            review(),
+            "Extracted.",
+        )
+        run = run_workflow(
+            var_dir,
+            "--mode",
+            "actionplan",
+            "--document",
+            str(notes),
+            "Extract the notes",
+            settings=model_settings(server),
+        )
+    assert run.returncode == 0, run.explain()
+    server.assert_complete()
+    assert call_kinds(server) == ["TaskPlan", "ActionPlan", "TaskReview", "final"]
+    assert run.of("round")[0]["payload"]["mode"] == "actionplan"
+    (document,) = run.documents()
+    assert (document["name"], document["label"]) == ("notes.md", "round1_task1_action1_extract")
+
+
+def test_a_reasoning_round_through_the_command(var_dir) -> None:
+    """--mode reasoning: thought after thought, the last one is the answer; exit 0."""
+    with FakeOpenAIServer() as server:
+        server.add(
+            {
+                "current_thinking": "Split the sum.",
+                "planning": [{"description": "Add 40 and 2"}],
+                "next_thought_needed": True,
+            },
+            {
+                "current_thinking": "40 + 2 = 42.",
+                "planning": [{"description": "Add 40 and 2", "status": "Done", "result": "42"}],
+                "next_thought_needed": False,
+            },
+        )
+        run = run_workflow(
+            var_dir, "--mode", "reasoning", "What is 40 + 2?", settings=model_settings(server)
+        )
+    assert run.returncode == 0, run.explain()
+    server.assert_complete()
+    assert call_kinds(server) == ["Thought", "Thought"]
+    assert len(run.of("thought")) == 2
+    assert run.answer == "40 + 2 = 42."
+
+
+# --- no model configured: the demo model ----------------------------------------------------
+
+
+def test_without_a_model_the_demo_model_runs_a_whole_round(var_dir, notes) -> None:
+    """No POWERON_LLM_* or OPENAI_* in the environment: the demo model extracts the upload,
+    writes a report and answers; every model event names it; exit 0."""
+    run = run_workflow(var_dir, "--document", str(notes), "Summarise the notes")
+    assert run.returncode == 0, run.explain()
+    assert {e["payload"]["model"] for e in run.of("round")} == {"demo model"}
+    assert {e["payload"]["model"] for e in run.of("usage")} == {"demo model"}
+    methods = [e["payload"]["method"] for e in run.of("act")]
+    assert methods == ["document.extract", "document.generateReport"]
+    assert {doc["name"].rsplit(".", 1)[1] for doc in run.documents("round1_task1_action2_")} == {
+        "md",
+        "html",
+        "pdf",
+    }
+    assert "demo model" in run.answer
