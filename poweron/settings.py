@@ -97,8 +97,14 @@ TEMPLATES = [
     },
 ]
 
+# Keep connections: the runner stores every event through database_sync_to_async, and a
+# new connection per event was most of the cost of storing it (bench/host_overhead.py).
 DATABASES = {
-    "default": dj_database_url.config(default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=0)
+    "default": dj_database_url.config(
+        default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
+        conn_max_age=env_int("POWERON_DB_CONN_MAX_AGE", 600),
+        conn_health_checks=True,
+    )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and a busy timeout so several live workflows do not hit "database is locked".
