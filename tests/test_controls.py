@@ -171,3 +171,67 @@ async def test_actions_needing_approval_wait_for_the_user(alice, model, settings
         assert errors and errors[0]["payload"]["kind"] == "rejected"
         assert "rejected by the user" in errors[0]["payload"]["message"]
     await communicator.disconnect()
+
+
+ANSWER = " ".join(f"word{n}" for n in range(60))
+
+
+@database_sync_to_async
+def answer_messages(workflow):
+    return list(workflow.messages.filter(role=ChatMessage.Role.ASSISTANT))
+
+
+async def test_stop_during_the_answer_keeps_the_partial_answer(alice, model):
+    """Stopping while the answer streams stores the text so far as a stopped answer."""
+    workflow, upload = await workflow_with_upload(alice)
+    model.add(
+        taskplan("Summarise"),
+        *extract_step(UPLOAD),
+        stop(),
+        review(),
+        FakeReply(content=ANSWER, chunk_delay=0.2),
+    )
+    communicator = await start(alice, workflow, upload)
+    await receive_until(communicator, lambda e: e["type"] == "delta")
+    await communicator.send_json_to({"action": "stop"})
+    events = await receive_until(communicator, is_final)
+    assert events[-1]["payload"]["status"] == "stopped"
+    (answer,) = await answer_messages(workflow)
+    assert answer.status == "stopped"
+    assert answer.content.startswith("word0")
+    assert 0 < len(answer.content) < len(ANSWER)
+    await communicator.disconnect()
+
+
+@database_sync_to_async
+def mark_stopping(workflow):
+    ChatWorkflow.objects.filter(pk=workflow.pk).update(status=ChatWorkflow.Status.STOPPING)
+
+
+async def test_a_lost_stop_message_still_stops_the_run(alice, model):
+    """The layer may drop the stop command; the run also sees "stopping" in the database."""
+    workflow, upload = await workflow_with_upload(alice)
+    model.add(taskplan("Summarise"), FakeReply(content="{}", delay=60))
+    communicator = await start(alice, workflow, upload)
+    await receive_until(communicator, lambda e: e["type"] == "taskplan" or e["type"] == "task")
+    await mark_stopping(workflow)  # as request_stop does, but no control message is sent
+    events = await receive_until(communicator, is_final)
+    assert events[-1]["payload"] == {
+        "status": "stopped",
+        "reason": "Stopped by the user.",
+        "final": True,
+    }
+    await communicator.disconnect()
+
+
+async def test_a_run_cancelled_by_the_server_says_so(alice, model):
+    """A cancellation nobody asked for (the server shutting down) is not blamed on the user."""
+    workflow, upload = await workflow_with_upload(alice)
+    model.add(taskplan("Summarise"), FakeReply(content="{}", delay=60))
+    communicator = await start(alice, workflow, upload)
+    await receive_until(communicator, lambda e: e["type"] == "task")
+    runs._tasks[workflow.pk].cancel()
+    events = await receive_until(communicator, is_final)
+    assert events[-1]["payload"]["status"] == "stopped"
+    assert events[-1]["payload"]["reason"] == "Interrupted: the server stopped."
+    await communicator.disconnect()

@@ -83,7 +83,16 @@ def message_store(event: WorkflowEvent) -> ChatMessage:
 
 
 def settle(workflow_id: int, status: str, reason: str) -> dict[str, Any]:
-    """Record the final status of a run as the workflow's state and as an event."""
+    """Record the final status of a run as the workflow's state and as an event.
+
+    A stop without a reason was asked for by the user when the workflow says "stopping";
+    otherwise the server stopped under it.
+    """
+    if status == ChatWorkflow.Status.STOPPED and not reason:
+        asked = ChatWorkflow.objects.filter(
+            pk=workflow_id, status=ChatWorkflow.Status.STOPPING
+        ).exists()
+        reason = "Stopped by the user." if asked else "Interrupted: the server stopped."
     with transaction.atomic():
         services.workflow_settle(workflow_id=workflow_id, status=status, reason=reason)
         stored = services.event_append(

@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 DELTA_FLUSH_SECONDS = 0.25
 HEARTBEAT_SECONDS = 10
+STOP_CHECK_SECONDS = 2
 
 
 class RunControls:
@@ -95,6 +96,9 @@ class WorkflowRun:
         self.on_event = on_event
         """Called with each stored event after it is broadcast (the command line prints it)."""
         self.deltas: dict[str, dict[str, Any]] = {}
+        """Text streamed since the last flush, per message key."""
+        self.streaming: dict[str, dict[str, Any]] = {}
+        """Messages being streamed and not yet complete: kept as partial answers on a stop."""
         self.last_flush = 0.0
 
     async def execute(self) -> str:
@@ -103,7 +107,7 @@ class WorkflowRun:
         task = asyncio.current_task()
         assert task is not None
         listener = asyncio.create_task(self.listen(task))
-        heartbeat = asyncio.create_task(self.beat())
+        heartbeat = asyncio.create_task(self.beat(task))
         setup: agent.RunSetup | None = None
         try:
             setup = await agent.prepare(self.workflow, self.message)
@@ -120,7 +124,7 @@ class WorkflowRun:
                     status, reason = outcome(data)
                 await self.emit(data)
         except asyncio.CancelledError:
-            status, reason = ChatWorkflow.Status.STOPPED, "Stopped by the user."
+            status, reason = ChatWorkflow.Status.STOPPED, ""  # settle says by whom
             raise
         except Exception as error:
             logger.exception("workflow %s failed", self.workflow.pk)
@@ -151,11 +155,17 @@ class WorkflowRun:
         finally:
             await asyncio.shield(layer.group_discard(group, channel))
 
-    async def beat(self) -> None:
-        """Show the run is alive, so `settle_runs --stale-after` leaves it alone."""
+    async def beat(self, run_task: asyncio.Task[Any]) -> None:
+        """Show the run is alive, so `settle_runs --stale-after` leaves it alone; and stop
+        it when its status says "stopping" (the layer may drop the stop message)."""
+        workflow = ChatWorkflow.objects.filter(pk=self.workflow.pk)
         while True:
-            await ChatWorkflow.objects.filter(pk=self.workflow.pk).aupdate(heartbeat=timezone.now())
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await workflow.aupdate(heartbeat=timezone.now())
+            for _ in range(HEARTBEAT_SECONDS // STOP_CHECK_SECONDS):
+                await asyncio.sleep(STOP_CHECK_SECONDS)
+                if await workflow.filter(status=ChatWorkflow.Status.STOPPING).aexists():
+                    run_task.cancel()
+                    return
 
     async def emit(self, event: dict[str, Any]) -> None:
         """Store the event, then broadcast it (deltas: broadcast now, store coalesced)."""
@@ -163,6 +173,8 @@ class WorkflowRun:
             await self.delta(event)
             return
         await self.flush_deltas()
+        if event["type"] == "message":
+            self.streaming.pop(event.get("key", ""), None)
         await self.publish(await database_sync_to_async(recording.record)(self.workflow.pk, event))
 
     async def publish(self, stored: dict[str, Any]) -> None:
@@ -175,6 +187,8 @@ class WorkflowRun:
         key = event["key"]
         pending = self.deltas.setdefault(key, {**event, "text": "", "offset": event["offset"]})
         pending["text"] += event["text"]
+        streamed = self.streaming.setdefault(key, {"round": event["round"], "text": ""})
+        streamed["text"] += event["text"]
         await live.broadcast(self.workflow.pk, {**live_shape(event), "seq": None})
         if time.monotonic() - self.last_flush >= DELTA_FLUSH_SECONDS:
             await self.flush_deltas()
@@ -191,6 +205,17 @@ class WorkflowRun:
     async def settle(self, status: str, reason: str) -> None:
         """Keep what was streamed, record the final status and tell the viewers."""
         await self.flush_deltas()
+        for key, partial in list(self.streaming.items()):  # an answer cut off mid-stream
+            await self.emit(
+                {
+                    "type": "message",
+                    "round": partial["round"],
+                    "key": key,
+                    "role": "assistant",
+                    "content": partial["text"],
+                    "status": status,
+                }
+            )
         await self.publish(
             await database_sync_to_async(recording.settle)(self.workflow.pk, status, reason)
         )
