@@ -92,3 +92,19 @@ async def test_watcher_sees_the_round_live_in_order(alice):
     assert stored_seqs == list(range(1, len(stored_seqs) + 1))
     assert events[-1]["payload"]["status"] == "completed"
     await communicator.disconnect()
+
+
+async def test_a_crash_is_shown_and_the_run_still_ends(alice, monkeypatch):
+    """An unexpected error in the host becomes a visible error event and a failed run."""
+    from workflows import agent
+
+    def broken_tools(**kwargs):
+        raise RuntimeError("tool registry exploded")
+
+    monkeypatch.setattr(agent, "build_tools", broken_tools)
+    workflow, upload = await workflow_with_upload(alice)
+    await runs.start_round(workflow_id=workflow.pk, user=alice, text="x", document_ids=[])
+    assert await runs.wait_for(workflow.pk) == ChatWorkflow.Status.FAILED
+    workflow, events, messages, documents = await stored(workflow)
+    assert [kind for _, kind in events][-2:] == ["error", "status"]
+    assert "tool registry exploded" in workflow.status_reason

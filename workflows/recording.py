@@ -19,8 +19,6 @@ ROUTING_FIELDS = ("type", "round", "task", "action")
 def record(workflow_id: int, event: dict[str, Any]) -> dict[str, Any]:
     """Store one event and apply it; return its public JSON, ready to broadcast."""
     payload = {k: v for k, v in event.items() if k not in ROUTING_FIELDS}
-    if "payload" in payload and len(payload) == 1:  # already in the public shape
-        payload = payload["payload"]
     position = {name: int(event.get(name) or 0) for name in ("round", "task", "action")}
     with transaction.atomic():
         stored = services.event_append(

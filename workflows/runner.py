@@ -129,7 +129,8 @@ class WorkflowRun:
         except Exception as error:
             logger.exception("workflow %s failed", self.workflow.pk)
             reason = f"{type(error).__name__}: {error}"
-            await asyncio.shield(self.emit({"type": "error", "payload": {"message": reason}}))
+            crash = {"type": "error", "round": self.message.round, "kind": "internal"}
+            await asyncio.shield(self.emit({**crash, "message": reason}))
         finally:
             listener.cancel()
             heartbeat.cancel()
