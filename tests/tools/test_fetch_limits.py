@@ -15,8 +15,8 @@ from workflows.tools.fetch import (
     FetchTooLarge,
     FetchUnsupported,
     SafeFetcher,
-    _Inflater,
 )
+from workflows.tools.inflate import Inflater
 from workflows.tools.settings import DEFAULT_USER_AGENT
 
 
@@ -91,7 +91,7 @@ async def test_time_cap_is_an_overall_deadline(settings_for, website):
 def test_inflater_never_produces_much_more_than_asked():
     """Decompression is bounded per call, so a bomb in one chunk cannot fill memory."""
     packed = gzip.compress(b"\0" * 10_000_000)
-    out = _Inflater("gzip", "http://x/").feed(packed, 1000)
+    out = Inflater("gzip", "http://x/").feed(packed, 1000)
     assert 1000 < len(out) <= 1001
 
 

@@ -17,7 +17,6 @@ import contextlib
 import json
 import re
 import socket
-import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
@@ -35,6 +34,16 @@ from .addresses import (
     non_public_reason,
     parse_target,
 )
+from .fetch_errors import (
+    FetchBlocked,
+    FetchDisallowed,
+    FetchError,
+    FetchFailed,
+    FetchTimeout,
+    FetchTooLarge,
+    FetchUnsupported,
+)
+from .inflate import Inflater
 from .settings import ToolSettings
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
@@ -42,39 +51,6 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_BYTES = 512 * 1024
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
-
-
-class FetchError(Exception):
-    """A fetch that did not succeed; the message is meant for the user and the model."""
-
-    def __init__(self, message: str, *, url: str = "", status: int | None = None) -> None:
-        super().__init__(message)
-        self.url = url
-        self.status = status
-
-
-class FetchBlocked(FetchError):
-    """The address is not allowed: wrong scheme, a non-public address, a local name."""
-
-
-class FetchDisallowed(FetchBlocked):
-    """The site's robots.txt asks robots like ours not to fetch this path."""
-
-
-class FetchTooLarge(FetchError):
-    """The body, counted after decompression, is larger than the size cap."""
-
-
-class FetchTimeout(FetchError):
-    """The fetch took longer than the time cap."""
-
-
-class FetchUnsupported(FetchError):
-    """The response is of a content type or encoding the tools do not read."""
-
-
-class FetchFailed(FetchError):
-    """The site could not be reached, answered with an error, or redirected too often."""
 
 
 @dataclass(frozen=True)
@@ -330,7 +306,7 @@ class SafeFetcher:
         plain = encoding in ("", "identity")
         if not truncate and plain and declared.isdigit() and int(declared) > cap:
             raise FetchTooLarge(_too_large(url, cap), url=url)
-        inflater = _Inflater(encoding, url)
+        inflater = Inflater(encoding, url)
         body = bytearray()
         async for chunk in response.aiter_raw():
             body += inflater.feed(chunk, cap - len(body))
@@ -374,42 +350,6 @@ class SafeFetcher:
         return parser
 
 
-class _Inflater:
-    """Decodes gzip/deflate bodies a piece at a time, never producing more than asked."""
-
-    def __init__(self, encoding: str, url: str) -> None:
-        self._url = url
-        self._raw_fallback = encoding == "deflate"
-        if encoding in ("", "identity"):
-            self._zlib = None
-        elif encoding in ("gzip", "x-gzip"):
-            self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif encoding == "deflate":
-            self._zlib = zlib.decompressobj(zlib.MAX_WBITS)
-        else:
-            raise FetchUnsupported(f"{url} is sent with {encoding} encoding, not read", url=url)
-
-    def feed(self, data: bytes, room: int) -> bytes:
-        """Decode data; stop once more than `room` bytes came out (the caller then aborts)."""
-        if self._zlib is None:
-            return data
-        out = bytearray()
-        pending = data
-        while pending and len(out) <= room:
-            try:
-                out += self._zlib.decompress(pending, room - len(out) + 1)
-            except zlib.error:
-                if not self._raw_fallback:
-                    raise FetchFailed(f"{self._url} sent a corrupt compressed body") from None
-                # Some servers send raw deflate without the zlib header.
-                self._raw_fallback = False
-                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
-                continue
-            self._raw_fallback = False
-            pending = self._zlib.unconsumed_tail
-        return bytes(out)
-
-
 def _content_type(header: str) -> tuple[str, str | None]:
     media, _, rest = header.partition(";")
     charset = None
@@ -430,3 +370,16 @@ def _type_allowed(media: str, allowed: tuple[str, ...]) -> bool:
 
 def _too_large(url: str, cap: int) -> str:
     return f"{url} is larger than the {cap / 1024 / 1024:.3g} MB limit; not read"
+
+
+__all__ = [
+    "FetchBlocked",
+    "FetchDisallowed",
+    "FetchError",
+    "FetchFailed",
+    "FetchTimeout",
+    "FetchTooLarge",
+    "FetchUnsupported",
+    "Page",
+    "SafeFetcher",
+]
