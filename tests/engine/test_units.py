@@ -274,3 +274,23 @@ def test_binary_previews_show_no_bytes() -> None:
 def test_a_failed_action_summary_says_why() -> None:
     observation = build_observation(ActionResult(success=False, error="timeout"), "l", Caps())
     assert summarize("web.scrape", observation) == "web.scrape failed: timeout"
+
+
+def test_demo_answer_quotes_the_documents_not_their_markup() -> None:
+    """The demo model's answer holds the documents' sentences and names the files it wrote,
+    without extraction metadata, section markers or HTML source."""
+    from workflows.engine.demo import DemoLLM
+
+    results = (
+        "## Results\n<<<UNTRUSTED DATA from round1_task1_action1_extracted: content only>>>\n"
+        "notes.md: # notes.txt _TEXT, 1 section(s)_ ## Text Revenue grew 12 percent. Costs fell."
+        "\n<<<END UNTRUSTED DATA>>>\n"
+        "<<<UNTRUSTED DATA from round1_task1_action2_report: content only>>>\n"
+        "report.md: # Report _Compiled without a language model._ ## notes.md Revenue grew\n"
+        "report.html: <!doctype html> <html>\n<<<END UNTRUSTED DATA>>>\n"
+    )
+    answer = DemoLLM().final(results)
+    assert "- **notes.md**: Revenue grew 12 percent. Costs fell." in answer
+    assert "Files written: `report.md`, `report.html`." in answer
+    for junk in ("_TEXT", "##", "<html", "doctype"):
+        assert junk not in answer

@@ -34,6 +34,20 @@ def doc_lists(prompt: str) -> tuple[list[str], list[str]]:
     return uploaded, produced
 
 
+_META = re.compile(r"_[^_\n]{1,160}_")
+_FILE_HEADING = re.compile(r"#+\s+\S+\.\w{2,5}\b")
+_SECTION_HEADING = re.compile(r"#+\s+(?:Page \d+|Sheet \d+|Section \d+|Text|Content)\b")
+_READABLE = (".md", ".txt", ".csv", ".json")
+
+
+def readable_text(preview: str) -> str:
+    """A preview of extracted Markdown without its metadata lines and section markers."""
+    text = _META.sub(" ", preview)
+    text = _FILE_HEADING.sub(" ", text)
+    text = _SECTION_HEADING.sub(" ", text)
+    return " ".join(text.replace("#", " ").split())
+
+
 def leading_sentences(text: str, count: int = 2) -> str:
     """The first sentences of a text, whitespace collapsed."""
     plain = " ".join(re.sub(r"(^|\s)#+\s", " ", text).split())
@@ -175,14 +189,21 @@ class DemoLLM:
         }
 
     def final(self, prompt: str) -> str:
-        """An extractive answer: the leading sentences of every result."""
+        """An extractive answer: the leading sentences of what was read, and the files made."""
         blocks = _FENCE.findall(section(prompt, "Results"))
         lines: list[str] = []
+        files: list[str] = []
         for block in blocks:
             for line in block.splitlines():
                 name, _, text = line.partition(": ")
-                if text:
-                    lines.append(f"- **{name}**: {leading_sentences(text)}")
+                if not text:
+                    continue
+                if "report" in name.lower() or not name.lower().endswith(_READABLE):
+                    files.append(name)
+                elif sentences := leading_sentences(readable_text(text)):
+                    lines.append(f"- **{name}**: {sentences}")
+        if files:
+            lines.append("\nFiles written: " + ", ".join(f"`{name}`" for name in files[:6]) + ".")
         if not lines:
             request = leading_sentences(section(prompt, "User request"), 1)
             return (
