@@ -69,6 +69,12 @@ def tool_settings() -> dict[str, Any]:
         "tavily_base_url": settings.POWERON_TAVILY_URL,
         "searxng_url": settings.POWERON_SEARXNG_URL or None,
         "allow_hosts": list(settings.POWERON_FETCH_ALLOW_HOSTS),
+        "fetch_max_bytes": settings.POWERON_FETCH_MAX_BYTES,
+        "fetch_timeout": float(settings.POWERON_FETCH_TIMEOUT),
+        "scrape_max_pages": settings.POWERON_SCRAPE_MAX_PAGES,
+        "crawl_max_pages": settings.POWERON_CRAWL_MAX_PAGES,
+        "crawl_max_depth": settings.POWERON_CRAWL_MAX_DEPTH,
+        "web_enrichment": settings.POWERON_WEB_ENRICHMENT,
     }
 
 
