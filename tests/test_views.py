@@ -81,3 +81,34 @@ def test_export_markdown_is_a_readable_transcript(alice_client, alice):
     assert "`document.extract`" in text
     assert "_Extracted the quarterly figures from report.pdf_" in text
     assert "figures.md" in text
+
+
+def test_delete_removes_the_workflow_and_its_files(alice_client, alice):
+    """Deleting a workflow removes its rows and its files under MEDIA_ROOT."""
+    from pathlib import Path
+
+    workflow = workflow_with_history(alice)
+    path = Path(workflow.documents.get().file.path)
+    assert path.exists()
+    response = alice_client.post(reverse("workflows:delete", args=[workflow.pk]))
+    assert response.status_code == 302
+    assert not alice.workflows.exists()
+    assert not ChatDocument.objects.exists()
+    assert not path.exists()
+
+
+def test_a_running_workflow_is_not_deleted(alice_client, alice):
+    """While a run goes on, delete is refused with the reason and nothing is lost."""
+    workflow = workflow_with_history(alice)
+    workflow.status = workflow.Status.RUNNING
+    workflow.save()
+    response = alice_client.post(reverse("workflows:delete", args=[workflow.pk]), follow=True)
+    assert "stop it before deleting it" in response.content.decode()
+    assert alice.workflows.filter(pk=workflow.pk).exists()
+
+
+def test_others_cannot_delete(client, alice, bob):
+    workflow = workflow_with_history(alice)
+    client.force_login(bob)
+    assert client.post(reverse("workflows:delete", args=[workflow.pk])).status_code == 404
+    assert alice.workflows.exists()

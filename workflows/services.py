@@ -213,3 +213,16 @@ def runs_settle_interrupted(*, older_than_seconds: int | None = None) -> list[in
             )
         settled.append(workflow.pk)
     return settled
+
+
+def workflow_delete(*, workflow: ChatWorkflow) -> None:
+    """Delete a workflow with its messages, events and documents, files included.
+
+    Refused while a run is going: the run would write into a workflow that is gone.
+    """
+    if workflow.is_active:
+        raise WorkflowBusy("This workflow is running; stop it before deleting it.")
+    files = [document.file for document in workflow.documents.all()]
+    workflow.delete()
+    for file in files:  # after the rows are gone, so a failure leaves no dangling row
+        file.delete(save=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
+from django.contrib import messages
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
@@ -141,3 +142,16 @@ def connection_delete(request: HttpRequest, connection_id: int) -> HttpResponse:
     """Remove one of the user's connections."""
     selectors.connection_get(user=request.user, connection_id=connection_id).delete()
     return redirect("workflows:connections")
+
+
+@require_POST
+def workflow_delete(request: HttpRequest, workflow_id: int) -> HttpResponse:
+    """Delete one of the user's workflows (not while it runs)."""
+    workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
+    try:
+        services.workflow_delete(workflow=workflow)
+    except services.WorkflowBusy as busy:
+        messages.error(request, str(busy))
+        return redirect(workflow)
+    messages.success(request, f"Deleted “{workflow}”.")
+    return redirect("workflows:home")
