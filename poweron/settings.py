@@ -123,7 +123,7 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {
+    CHANNEL_LAYERS = {  # one process only: runs, sockets and workers must share it
         "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
     }
 
@@ -166,6 +166,14 @@ POWERON_LLM_TIMEOUT = env_int("POWERON_LLM_TIMEOUT", 60)
 POWERON_MAX_STEPS = env_int("POWERON_MAX_STEPS", 5)
 POWERON_TOKEN_BUDGET = env_int("POWERON_TOKEN_BUDGET", 200_000)
 POWERON_TIME_BUDGET = env_int("POWERON_TIME_BUDGET", 600)
+# Where runs execute: "inline" in the web process that received the message, or "worker"
+# in `manage.py run_workers` processes (needs REDIS_URL, so the processes share a layer).
+POWERON_RUNNER = os.environ.get("POWERON_RUNNER", "inline").strip().lower()
+if POWERON_RUNNER not in {"inline", "worker"}:
+    raise ValueError(f"POWERON_RUNNER must be inline or worker, got {POWERON_RUNNER!r}")
+if POWERON_RUNNER == "worker" and not REDIS_URL:
+    raise ValueError("POWERON_RUNNER=worker needs REDIS_URL: workers and web share Redis")
+POWERON_WORKER_CONCURRENCY = env_int("POWERON_WORKER_CONCURRENCY", 8)
 
 # Tools: search providers and the safe fetcher.
 POWERON_SEARCH_PROVIDER = os.environ.get("POWERON_SEARCH_PROVIDER", "")

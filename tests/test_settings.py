@@ -141,3 +141,26 @@ def test_invalid_tool_limits_leave_web_tools_out_with_the_reason(settings):
     overview = {tool["name"]: tool for tool in agent.tool_overview()}
     assert not overview["web.search"]["available"]
     assert "crawl_max_pages" in overview["web.search"]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"POWERON_RUNNER": "worker"}, "POWERON_RUNNER=worker needs REDIS_URL"),
+        ({"POWERON_RUNNER": "celery"}, "POWERON_RUNNER must be inline or worker"),
+    ],
+)
+def test_runner_mode_is_checked_at_start(tmp_path, env, message):
+    """A runner mode that cannot work stops start-up with the reason."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("POWERON_")}
+    clean.pop("REDIS_URL", None)
+    clean.update(POWERON_VAR_DIR=str(tmp_path), **env)
+    result = subprocess.run(
+        [sys.executable, "-c", "import poweron.settings"],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr

@@ -1,26 +1,34 @@
 """Where runs live: one asyncio task per running workflow, decoupled from any socket.
 
 Starting claims the workflow in the database (one run per workflow), so a second start is
-refused wherever it comes from. Stopping is a control message to the run's own process.
+refused wherever it comes from. The run then executes in this process (POWERON_RUNNER
+"inline", the default) or in a `run_workers` process that takes it from the channel layer
+("worker"). Stopping is a control message to whichever process runs it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
 
 from . import live, recording, services
 from .models import ChatWorkflow
+
+if TYPE_CHECKING:
+    from .runner import WorkflowRun
 
 logger = logging.getLogger(__name__)
 
 _tasks: dict[int, asyncio.Task[str]] = {}
 
 
-class RunRefused(Exception):
-    """A run cannot start or be changed; the text says why."""
+RUNS_CHANNEL = "poweron-runs"
+"""Where `run_workers` processes take runs from (POWERON_RUNNER=worker)."""
 
 
 async def start_round(*, workflow_id: int, user, text: str, document_ids: list[int]) -> None:
@@ -34,10 +42,21 @@ async def start_round(*, workflow_id: int, user, text: str, document_ids: list[i
         )
     except services.WorkflowBusy as busy:
         raise CommandRefused(str(busy)) from busy
-    run = WorkflowRun(workflow, message)
+    if settings.POWERON_RUNNER == "worker":
+        await get_channel_layer().send(
+            RUNS_CHANNEL, {"type": "run.start", "workflow": workflow.pk, "message": message.pk}
+        )
+        return
+    spawn(WorkflowRun(workflow, message))
+
+
+def spawn(run: WorkflowRun) -> asyncio.Task[str]:
+    """Run in the background of this process, remembered until it ends."""
+    workflow_id = run.workflow.pk
     task = asyncio.create_task(run.execute(), name=f"workflow-{workflow_id}")
     _tasks[workflow_id] = task
     task.add_done_callback(lambda done: _forget(workflow_id, done))
+    return task
 
 
 def _forget(workflow_id: int, task: asyncio.Task[str]) -> None:
@@ -45,6 +64,14 @@ def _forget(workflow_id: int, task: asyncio.Task[str]) -> None:
         del _tasks[workflow_id]
     if not task.cancelled() and task.exception() is not None:
         logger.error("run of workflow %s crashed", workflow_id, exc_info=task.exception())
+
+
+async def cancel_all() -> None:
+    """Cancel every run of this process and wait until each has recorded its final status."""
+    tasks = list(_tasks.values())
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def request_stop(*, workflow_id: int) -> None:

@@ -26,10 +26,70 @@ ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "scale-pass-123"
 
 
+class Cluster:
+    """App processes sharing one PostgreSQL database, one Redis layer and one media folder."""
+
+    def __init__(self, env: dict[str, str], tmp_path: Path) -> None:
+        self.env = env
+        self.tmp_path = tmp_path
+        self.processes: list[subprocess.Popen] = []
+        self.logs: list[Path] = []
+
+    def manage(self, *args: str) -> None:
+        command = [sys.executable, "manage.py", *args]
+        subprocess.run(command, cwd=ROOT, env=self.env, check=True, capture_output=True)
+
+    def start(self, command: list[str]) -> subprocess.Popen:
+        self.logs.append(self.tmp_path / f"process-{len(self.logs)}.log")
+        with self.logs[-1].open("wb") as log:
+            process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=log)
+        self.processes.append(process)
+        return process
+
+    def web(self) -> int:
+        """A Daphne process; returns its port once it listens."""
+        port = free_port()
+        process = self.start(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "poweron.asgi:application",
+            ]
+        )
+        wait_for_port(port, process)
+        return port
+
+    def worker(self) -> subprocess.Popen:
+        """A `run_workers` process, once it says it is ready."""
+        process = self.start([sys.executable, "-u", "manage.py", "run_workers"])
+        deadline = time.monotonic() + 30
+        while "Worker ready" not in self.logs[-1].read_text():
+            assert process.poll() is None, self.logs[-1].read_text()
+            assert time.monotonic() < deadline, "the worker did not start"
+            time.sleep(0.1)
+        return process
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+            process.wait(timeout=15)
+        for log in self.logs:
+            print(log.name, log.read_text()[-4000:])  # shown when a test fails
+
+
 @pytest.fixture
-def cluster(postgres_url, redis_url, tmp_path):
-    """Two app processes sharing one database, one channel layer and one media folder."""
-    model = FakeOpenAIServer().start()
+def model():
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+def make_cluster(postgres_url, redis_url, tmp_path, model, **extra: str) -> Cluster:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERON_", "OPENAI_"))}
     env.update(
         DJANGO_SETTINGS_MODULE="poweron.settings",
@@ -40,47 +100,33 @@ def cluster(postgres_url, redis_url, tmp_path):
         POWERON_LLM_BASE_URL=model.url,
         POWERON_LLM_API_KEY="sk-test-not-real",
         DJANGO_SUPERUSER_PASSWORD=PASSWORD,
+        **extra,
     )
-    manage = [sys.executable, "manage.py"]
-    subprocess.run(
-        [*manage, "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True
-    )
-    subprocess.run(
-        [
-            *manage,
-            "createsuperuser",
-            "--noinput",
-            "--username",
-            "alice",
-            "--email",
-            "a@example.org",
-        ],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    processes, ports, logs = [], [], []
-    daphne = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "poweron.asgi:application"]
+    cluster = Cluster(env, tmp_path)
+    cluster.manage("migrate", "--noinput")
+    cluster.manage("createsuperuser", "--noinput", "--username", "alice", "--email", "a@b.org")
+    return cluster
+
+
+@pytest.fixture
+def cluster(postgres_url, redis_url, tmp_path, model):
+    """Two web processes, runs inline in whichever received the message."""
+    cluster = make_cluster(postgres_url, redis_url, tmp_path, model)
     try:
-        for index in range(2):
-            ports.append(free_port())
-            logs.append(tmp_path / f"daphne-{index}.log")
-            with logs[-1].open("wb") as log:
-                command = [*daphne[:-1], "-p", str(ports[-1]), daphne[-1]]
-                processes.append(
-                    subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
-                )
-        for port, process in zip(ports, processes, strict=True):
-            wait_for_port(port, process)
-        yield model, ports
+        yield model, (cluster.web(), cluster.web())
     finally:
-        for process in processes:
-            process.terminate()
-            process.wait(timeout=10)
-        for log in logs:
-            print(log.read_text()[-4000:])  # shown when the test fails
-        model.stop()
+        cluster.stop()
+
+
+@pytest.fixture
+def worker_cluster(postgres_url, redis_url, tmp_path, model):
+    """One web process that only serves sockets, and one run_workers process."""
+    cluster = make_cluster(postgres_url, redis_url, tmp_path, model, POWERON_RUNNER="worker")
+    try:
+        port = cluster.web()
+        yield model, port, cluster.worker(), cluster
+    finally:
+        cluster.stop()
 
 
 def sign_in_and_create_workflow(port: int) -> tuple[str, int]:
@@ -132,3 +178,50 @@ async def test_viewer_on_one_process_sees_and_stops_a_run_on_the_other(cluster):
     assert seqs == list(range(1, len(seqs) + 1))
     assert seen[-1]["payload"]["status"] == "stopped"
     assert elapsed < 5  # the parameters call was still waiting for 60 s
+
+
+async def run_until(socket, predicate) -> list[dict]:
+    events = []
+    while not events or not predicate(events[-1]):
+        events.append(json.loads(await asyncio.wait_for(socket.recv(), 20)))
+    return events
+
+
+def final(event) -> bool:
+    return event["type"] == "status" and bool(event["payload"].get("final"))
+
+
+async def test_worker_runs_the_round_and_the_web_process_streams_it(worker_cluster):
+    """With POWERON_RUNNER=worker the run executes in run_workers; the socket on the web
+    process sees it live, and a stop from the socket reaches the worker."""
+    model, port, worker, cluster = worker_cluster
+    model.add(taskplan("Think"), select("ai.process"), FakeReply(content="{}", delay=60))
+    cookie, workflow_id = sign_in_and_create_workflow(port)
+    headers = {"Cookie": cookie, "Origin": "http://127.0.0.1"}
+    url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
+    async with connect(url, additional_headers=headers) as socket:
+        await socket.send(json.dumps({"action": "send", "text": "Think hard"}))
+        await run_until(socket, lambda e: e["type"] == "plan")
+        await socket.send(json.dumps({"action": "stop"}))
+        events = await run_until(socket, final)
+    assert events[-1]["payload"]["status"] == "stopped"
+    assert f"Running workflow {workflow_id} round 1" in cluster.logs[-1].read_text()
+
+
+async def test_stopping_a_worker_settles_its_runs(worker_cluster):
+    """A worker asked to shut down ends its runs as interrupted, never left "running"."""
+    model, port, worker, cluster = worker_cluster
+    model.add(taskplan("Think"), FakeReply(content="{}", delay=60))
+    cookie, workflow_id = sign_in_and_create_workflow(port)
+    headers = {"Cookie": cookie, "Origin": "http://127.0.0.1"}
+    url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
+    async with connect(url, additional_headers=headers) as socket:
+        await socket.send(json.dumps({"action": "send", "text": "Think hard"}))
+        await run_until(socket, lambda e: e["type"] == "task")
+        worker.terminate()
+        events = await run_until(socket, final)
+    assert events[-1]["payload"] == {
+        "status": "stopped",
+        "reason": "Interrupted: the server stopped.",
+        "final": True,
+    }
