@@ -154,5 +154,6 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> RunSetup:
             "content": message.content,
             "messageId": message.pk,
             "attachments": attachments,
+            "title": str(workflow),
         },
     )

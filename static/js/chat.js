@@ -97,7 +97,13 @@
   let pendingSend = false;
   chat.addEventListener("htmx:wsAfterSend", function (evt) {
     const form = evt.target.closest("form");
-    if (form && form.id === "composer") pendingSend = true;
+    if (!form) return;
+    if (form.id === "composer") pendingSend = true;
+    // A question is answered once: the loop has moved on.
+    if (form.classList.contains("ask") || form.classList.contains("feedback")) {
+      form.querySelectorAll("button, input").forEach((el) => { el.disabled = true; });
+      form.classList.add("answered");
+    }
   });
   chat.addEventListener("htmx:wsAfterMessage", function (evt) {
     if (!pendingSend || evt.detail.message.indexOf('class="message message-user"') === -1) return;

@@ -232,3 +232,39 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     page.screenshot(path=ARTIFACTS / "04-stopped.png")
     assert "Stopped by the user" in page.inner_text("#round-2-status")
     print(f"stop shown after {stopped_after:.2f} s")
+
+
+def test_at_max_steps_the_page_asks_and_continues(page, app_url, model, tmp_path):
+    """With one step per task the page asks to continue; answering runs the next step."""
+    page.goto(app_url)
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.locator("details.new-workflow").evaluate("panel => { panel.open = true; }")
+    page.fill("input[name=max_steps]", "1")
+    page.click("text=Create")
+    page.wait_for_selector("#connection[data-state=live]")
+    notes = tmp_path / "notes.md"
+    notes.write_text(NOTES)
+    page.set_input_files("#file-picker", str(notes))
+    page.wait_for_selector(".upload-chip")
+    model.add(
+        taskplan("Summarise"),
+        *extract_step("docList:round1_upload"),
+        cont(),
+        *extract_step("docList:round1_upload"),
+        stop(),
+        review(),
+        ANSWER,
+    )
+    page.fill("textarea[name=text]", "Summarise my notes")
+    page.click("#send-button")
+    page.wait_for_selector("form.ask")
+    assert "reached 1 steps" in page.inner_text("form.ask")
+    page.fill("form.ask input[name=steps]", "1")
+    page.click("form.ask button:has-text('Continue')")
+    page.wait_for_selector("#step-1-1-2")
+    page.wait_for_selector("#wf-status[data-status=completed]")
+    assert page.locator("form.ask button").first.is_disabled()
+    assert page.inner_text("#wf-title") == "Summarise my notes"  # named by its first message
+    page.screenshot(path=ARTIFACTS / "05-asked-and-continued.png")
