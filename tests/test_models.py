@@ -86,3 +86,14 @@ def test_migrations_are_up_to_date():
     from django.core.management import call_command
 
     call_command("makemigrations", "--check", "--dry-run", verbosity=0)
+
+
+def test_a_new_round_brings_the_workflow_to_the_top(alice):
+    """The sidebar lists the workflow with the latest round first."""
+    from workflows.selectors import workflow_list
+
+    older = services.workflow_create(owner=alice, title="older")
+    newer = services.workflow_create(owner=alice, title="newer")
+    assert list(workflow_list(user=alice)) == [newer, older]
+    services.round_open(workflow_id=older.pk, owner=alice, text="again", document_ids=[])
+    assert list(workflow_list(user=alice)) == [older, newer]

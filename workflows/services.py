@@ -10,6 +10,7 @@ from typing import Any
 from django.core.files.base import ContentFile
 from django.db import models, transaction
 from django.db.models import F
+from django.utils import timezone
 from django.utils.text import get_valid_filename
 
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
@@ -151,6 +152,7 @@ def round_open(
                 current_round=F("current_round") + 1,
                 current_task=0,
                 current_action=0,
+                updated=timezone.now(),  # update() skips auto_now; the sidebar sorts by it
             )
         )
         if not claimed:
@@ -188,8 +190,6 @@ def runs_settle_interrupted(*, older_than_seconds: int | None = None) -> list[in
     where no run can be alive yet). Returns the workflows settled.
     """
     from datetime import timedelta
-
-    from django.utils import timezone
 
     active = ChatWorkflow.objects.filter(status__in=ChatWorkflow.ACTIVE_STATUSES)
     if older_than_seconds is not None:
