@@ -294,3 +294,28 @@ def test_demo_answer_quotes_the_documents_not_their_markup() -> None:
     assert "Files written: `report.md`, `report.html`." in answer
     for junk in ("_TEXT", "##", "<html", "doctype"):
         assert junk not in answer
+
+
+def test_html_previews_show_the_visible_text() -> None:
+    """An HTML document is previewed by its text, not its head, styles or tags."""
+    from workflows.engine.observe import snippet_of
+
+    page = ProducedDocument(
+        name="report.html",
+        mime="text/html",
+        data=b"<!doctype html><html><head><title>T</title><style>body{x:y}</style></head>"
+        b"<body><h1>Report</h1><p>Revenue grew &amp; costs fell.</p></body></html>",
+    )
+    assert snippet_of(page, 280) == "Report Revenue grew & costs fell."
+
+
+async def test_refine_sees_earlier_steps_fenced_as_data() -> None:
+    """Step summaries quote documents and the web: the refine prompt fences them."""
+    from tests.engine.conftest import collect, make_state, one_search_round
+
+    llm = one_search_round()
+    await collect(make_state(), llm)
+    (refine,) = [call for call in llm.calls if call.kind == "refine"]
+    prompt = refine.messages[-1]["content"]
+    steps = prompt.split("## Steps so far")[1]
+    assert steps.lstrip().startswith("<<<UNTRUSTED DATA from earlier steps")

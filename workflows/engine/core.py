@@ -15,6 +15,7 @@ from .contracts import (
     T,
     ToolExecutor,
     Usage,
+    untrusted,
 )
 from .controls import Controls
 from .events import ErrorEvent, Event, StatusEvent, UsageEvent
@@ -81,15 +82,16 @@ class TaskRun:
         return "; ".join(self.item.successCriteria) or "(none stated)"
 
     def steps_text(self, *, latest_observation: bool = True) -> str:
-        """One line per step; the latest observation in full (fenced)."""
+        """One line per step, fenced (summaries quote documents and the web); the latest
+        observation in full (fenced too)."""
         from .prompts import render_observation
 
         if not self.steps:
             return "(none yet)"
-        lines = [step.line() for step in self.steps]
+        text = untrusted("earlier steps", "\n".join(step.line() for step in self.steps))
         if latest_observation:
-            lines.append("Latest observation: " + render_observation(self.steps[-1].observation))
-        return "\n".join(lines)
+            text += "\nLatest observation: " + render_observation(self.steps[-1].observation)
+        return text
 
 
 class Run:

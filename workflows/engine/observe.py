@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 from .contracts import ActionResult, ProducedDocument, WebFinding
@@ -11,11 +12,23 @@ from .state import Caps
 _TEXT_MIMES = ("text/", "application/json", "application/xml", "application/x-yaml")
 
 
+_HIDDEN = re.compile(r"<(head|script|style)\b.*?</\1\s*>", re.I | re.S)
+_TAG = re.compile(r"<[^>]*>")
+
+
 def snippet_of(document: ProducedDocument, limit: int) -> str:
-    """The first characters of a text document, whitespace collapsed; a size note otherwise."""
+    """The first characters of a text document, whitespace collapsed; a size note otherwise.
+
+    HTML is previewed as its visible text: markup would spend the snippet on nothing.
+    """
     if not document.mime.startswith(_TEXT_MIMES):
         return f"({document.mime}, {len(document.data)} bytes)"
-    text = " ".join(document.data[: limit * 4].decode("utf-8", "replace").split())
+    if document.mime.startswith("text/html"):
+        markup = document.data[: limit * 40].decode("utf-8", "replace")
+        raw = html.unescape(_TAG.sub(" ", _HIDDEN.sub(" ", markup)))
+    else:
+        raw = document.data[: limit * 4].decode("utf-8", "replace")
+    text = " ".join(raw.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

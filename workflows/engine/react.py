@@ -237,7 +237,7 @@ async def refine(
         "refine",
         objective=task.item.objective,
         criteria=task.criteria(),
-        steps=render_list([step.line() for step in task.steps]),
+        steps=task.steps_text(latest_observation=False),
         observation=render_observation(latest.observation),
     )
     async for event in ask(
