@@ -3,7 +3,6 @@
 The model is the real openai client against the localhost fake model server.
 """
 
-import asyncio
 import json
 
 import pytest
@@ -67,11 +66,10 @@ async def test_stop_cancels_the_model_call_and_keeps_the_work(alice, model):
     )
     communicator = await start(alice, workflow, upload)
     await receive_until(communicator, lambda e: e["type"] == "observe")
-    loop = asyncio.get_running_loop()
-    asked = loop.time()
     await communicator.send_json_to({"action": "stop"})
     events = await receive_until(communicator, is_final)
-    assert loop.time() - asked < 5  # the refine call was still waiting for 60 s
+    # The run ended while the refine call still waited for its 60 s reply: it was cancelled.
+    assert model.delivered == len(model.requests) - 1
     assert any(e["payload"].get("status") == "stopping" for e in events)
     assert events[-1]["payload"]["status"] == "stopped"
     assert await runs.wait_for(workflow.pk) in (None, ChatWorkflow.Status.STOPPED)

@@ -169,15 +169,14 @@ async def test_viewer_on_one_process_sees_and_stops_a_run_on_the_other(cluster):
         seen = []
         while not seen or seen[-1]["type"] != "plan":
             seen.append(json.loads(await asyncio.wait_for(viewer.recv(), 20)))
-        asked = time.monotonic()
         await viewer.send(json.dumps({"action": "stop"}))
         while not (seen[-1]["type"] == "status" and seen[-1]["payload"].get("final")):
             seen.append(json.loads(await asyncio.wait_for(viewer.recv(), 20)))
-        elapsed = time.monotonic() - asked
     seqs = [event["seq"] for event in seen if event["seq"] is not None]
     assert seqs == list(range(1, len(seqs) + 1))
     assert seen[-1]["payload"]["status"] == "stopped"
-    assert elapsed < 5  # the parameters call was still waiting for 60 s
+    # The run ended while the parameters call still waited for its 60 s reply.
+    assert model.delivered == len(model.requests) - 1
 
 
 async def run_until(socket, predicate) -> list[dict]:

@@ -132,6 +132,8 @@ class FakeOpenAIServer:
         """The HTTP headers of each entry in `requests` (lower-cased names)."""
         self.unanswered: int = 0
         """How many requests arrived when the script was empty."""
+        self.delivered: int = 0
+        """How many requests got their whole reply (a cancelled call never does)."""
         self._replies: deque[Reply] = deque(replies)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -338,9 +340,12 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             self._error(reply)
         elif body.get("stream"):
-            self._stream(body, reply, number)
+            if not self._stream(body, reply, number):
+                return
         else:
             self._json(200, _completion(body, reply, number), reply.headers)
+        with owner._lock:
+            owner.delivered += 1
 
     # --- writing ---------------------------------------------------------------------
 
@@ -365,7 +370,8 @@ class _Handler(BaseHTTPRequestHandler):
             payload = error_body(reply.status, reply.error or f"fake model server: {phrase}")
         self._json(reply.status, payload, reply.headers)
 
-    def _stream(self, body: dict[str, Any], reply: FakeReply, number: int) -> None:
+    def _stream(self, body: dict[str, Any], reply: FakeReply, number: int) -> bool:
+        """Send the reply as server-sent events; False when the server stopped midway."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -377,10 +383,11 @@ class _Handler(BaseHTTPRequestHandler):
         for index, event in enumerate(_chunks(body, reply, number)):
             if index and not owner._sleep(reply.chunk_delay):
                 self.close_connection = True
-                return
+                return False
             self._write_chunk(f"data: {json.dumps(event)}\n\n".encode())
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")  # end of the chunked body
+        return True
 
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
