@@ -8,61 +8,45 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
 
 from . import live, services
-from .models import ChatDocument, ChatMessage, ChatWorkflow, WorkflowEvent
+from .models import ChatDocument, ChatMessage, ChatWorkflow
 
 ROUTING_FIELDS = ("type", "round", "task", "action")
 
 
 def record(workflow_id: int, event: dict[str, Any]) -> dict[str, Any]:
-    """Store one event and apply it; return its public JSON, ready to broadcast."""
+    """Store one event and the rows it concerns; return its public JSON, ready to broadcast."""
     payload = {k: v for k, v in event.items() if k not in ROUTING_FIELDS}
     position = {name: int(event.get(name) or 0) for name in ("round", "task", "action")}
+    tokens = None
     with transaction.atomic():
+        match event["type"]:
+            case "usage":
+                tokens = (
+                    int(payload.get("prompt_tokens") or 0),
+                    int(payload.get("completion_tokens") or 0),
+                )
+            case "message" if "messageId" not in payload:  # the user's is stored when sent
+                message = message_store(workflow_id, payload, **position)
+                payload = {**payload, "messageId": message.pk}
         stored = services.event_append(
-            workflow_id=workflow_id, type=event["type"], payload=payload, **position
+            workflow_id=workflow_id, type=event["type"], payload=payload, tokens=tokens, **position
         )
-        apply(stored)
     return live.event_as_json(stored)
 
 
-def apply(event: WorkflowEvent) -> None:
-    """Update what the event concerns: counters, messages, token totals."""
-    workflow = ChatWorkflow.objects.filter(pk=event.workflow_id)
-    if event.task:
-        workflow.update(current_task=event.task, current_action=event.action)
-    payload = event.payload
-    match event.type:
-        case "usage":
-            workflow.update(
-                prompt_tokens=F("prompt_tokens") + int(payload.get("prompt_tokens") or 0),
-                completion_tokens=F("completion_tokens")
-                + int(payload.get("completion_tokens") or 0),
-            )
-            totals = workflow.values_list("prompt_tokens", "completion_tokens").get()
-            remember(event, workflowTokens=sum(totals))
-        case "message" if "messageId" not in payload:  # the user's is stored when sent
-            message_store(event)
-
-
-def remember(event: WorkflowEvent, **extra: Any) -> None:
-    """Add what the host learned while applying the event to its stored payload."""
-    event.payload = {**event.payload, **extra}
-    event.save(update_fields=["payload"])
-
-
-def message_store(event: WorkflowEvent) -> ChatMessage:
+def message_store(
+    workflow_id: int, payload: dict[str, Any], *, round: int, task: int, action: int
+) -> ChatMessage:
     """A complete message from the engine: an action's record or the final answer."""
-    payload = event.payload
     label = payload.get("documentsLabel") or ""
     message = ChatMessage.objects.create(
-        workflow_id=event.workflow_id,
+        workflow_id=workflow_id,
         role=payload.get("role", ChatMessage.Role.ASSISTANT),
-        round=event.round,
-        task=event.task,
-        action=event.action,
+        round=round,
+        task=task,
+        action=action,
         action_method=payload.get("method") or "",
         action_name=payload.get("name") or "",
         status=payload.get("status") or "",
@@ -73,10 +57,7 @@ def message_store(event: WorkflowEvent) -> ChatMessage:
         learnings=payload.get("learnings") or [],
     )
     if label:
-        ChatDocument.objects.filter(workflow_id=event.workflow_id, label=label).update(
-            message=message
-        )
-    remember(event, messageId=message.pk)
+        ChatDocument.objects.filter(workflow_id=workflow_id, label=label).update(message=message)
     return message
 
 

@@ -36,12 +36,31 @@ def event_append(
     round: int = 0,
     task: int = 0,
     action: int = 0,
+    tokens: tuple[int, int] | None = None,
 ) -> WorkflowEvent:
-    """Store the next event of a workflow under the next seq (one short transaction)."""
+    """Store the next event of a workflow under the next seq (one short transaction).
+
+    The same row update moves the workflow's current task/action to the event's and adds
+    `tokens` (prompt, completion) to its totals; a usage event then carries the new total
+    as `workflowTokens`.
+    """
+    updates: dict[str, Any] = {"last_seq": F("last_seq") + 1}
+    if task:
+        updates.update(current_task=task, current_action=action)
+    if tokens:
+        updates.update(
+            prompt_tokens=F("prompt_tokens") + tokens[0],
+            completion_tokens=F("completion_tokens") + tokens[1],
+        )
+    workflow = ChatWorkflow.objects.filter(pk=workflow_id)
     with transaction.atomic():
         # The row update serialises concurrent appends to one workflow on every backend.
-        ChatWorkflow.objects.filter(pk=workflow_id).update(last_seq=F("last_seq") + 1)
-        seq = ChatWorkflow.objects.values_list("last_seq", flat=True).get(pk=workflow_id)
+        workflow.update(**updates)
+        seq, prompt, completion = workflow.values_list(
+            "last_seq", "prompt_tokens", "completion_tokens"
+        ).get()
+        if tokens:
+            payload = {**payload, "workflowTokens": prompt + completion}
         return WorkflowEvent.objects.create(
             workflow_id=workflow_id,
             seq=seq,
