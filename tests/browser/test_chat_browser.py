@@ -9,21 +9,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.apps import PASSWORD, ROOT, AppProcesses, app_env
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
 from tests.support.replies import cont, extract_step, params, review, select, stop, taskplan
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -34,7 +31,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-PASSWORD = "browser-pass-123"
 NOTES = "# Notes\n\nRevenue grew 12 percent in Q3. Costs fell 3 percent.\n"
 ANSWER = "The notes say revenue grew 12 percent while costs fell 3 percent."
 
@@ -48,25 +44,6 @@ def require_chromium() -> None:
     pytest.skip(message)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"Daphne exited early with {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError("Daphne did not start listening")
-
-
 @pytest.fixture
 def model() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as server:
@@ -75,48 +52,14 @@ def model() -> Iterator[FakeOpenAIServer]:
 
 @pytest.fixture
 def app_url(model, tmp_path) -> Iterator[str]:
-    """A real Daphne serving the app on a fresh database, talking to the fake model."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERON_", "OPENAI_"))}
-    env.update(
-        DJANGO_SETTINGS_MODULE="poweron.settings",
-        POWERON_VAR_DIR=str(tmp_path / "var"),
-        POWERON_LLM_BASE_URL=model.url,
-        POWERON_LLM_API_KEY="sk-test-not-real",
-        POWERON_LLM_MODEL="fake-model",
-        DJANGO_SUPERUSER_PASSWORD=PASSWORD,
-    )
-    manage = [sys.executable, "manage.py"]
-    for command in (
-        ["migrate", "--noinput"],
-        ["createsuperuser", "--noinput", "--username", "alice", "--email", "a@example.org"],
-    ):
-        subprocess.run(manage + command, cwd=ROOT, env=env, check=True, capture_output=True)
-    port = free_port()
-    log = open(tmp_path / "daphne.log", "wb")  # noqa: SIM115 (closed below)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "poweron.asgi:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    """A real Daphne serving the app on a fresh SQLite database, talking to the fake model."""
+    app = AppProcesses(app_env(tmp_path, model.url, POWERON_LLM_MODEL="fake-model"), tmp_path)
     try:
-        wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{app.web()}"
     finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
-        shutil.copy(tmp_path / "daphne.log", ARTIFACTS / "daphne.log")
+        app.stop()
+        ARTIFACTS.mkdir(exist_ok=True)
+        shutil.copy(app.logs[0], ARTIFACTS / "daphne.log")
 
 
 @pytest.fixture

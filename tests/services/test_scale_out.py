@@ -5,82 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.browser.test_chat_browser import free_port, wait_for_port
+from tests.support.apps import PASSWORD, AppProcesses, app_env
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
 from tests.support.replies import select, taskplan
 
 pytestmark = pytest.mark.services
-
-ROOT = Path(__file__).resolve().parents[2]
-PASSWORD = "scale-pass-123"
-
-
-class Cluster:
-    """App processes sharing one PostgreSQL database, one Redis layer and one media folder."""
-
-    def __init__(self, env: dict[str, str], tmp_path: Path) -> None:
-        self.env = env
-        self.tmp_path = tmp_path
-        self.processes: list[subprocess.Popen] = []
-        self.logs: list[Path] = []
-
-    def manage(self, *args: str) -> None:
-        command = [sys.executable, "manage.py", *args]
-        subprocess.run(command, cwd=ROOT, env=self.env, check=True, capture_output=True)
-
-    def start(self, command: list[str]) -> subprocess.Popen:
-        self.logs.append(self.tmp_path / f"process-{len(self.logs)}.log")
-        with self.logs[-1].open("wb") as log:
-            process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=log)
-        self.processes.append(process)
-        return process
-
-    def web(self) -> int:
-        """A Daphne process; returns its port once it listens."""
-        port = free_port()
-        process = self.start(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "poweron.asgi:application",
-            ]
-        )
-        wait_for_port(port, process)
-        return port
-
-    def worker(self) -> subprocess.Popen:
-        """A `run_workers` process, once it says it is ready."""
-        process = self.start([sys.executable, "-u", "manage.py", "run_workers"])
-        deadline = time.monotonic() + 30
-        while "Worker ready" not in self.logs[-1].read_text():
-            assert process.poll() is None, self.logs[-1].read_text()
-            assert time.monotonic() < deadline, "the worker did not start"
-            time.sleep(0.1)
-        return process
-
-    def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.terminate()
-            process.wait(timeout=15)
-        for log in self.logs:
-            print(log.name, log.read_text()[-4000:])  # shown when a test fails
 
 
 @pytest.fixture
@@ -89,23 +24,16 @@ def model():
         yield server
 
 
-def make_cluster(postgres_url, redis_url, tmp_path, model, **extra: str) -> Cluster:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERON_", "OPENAI_"))}
-    env.update(
-        DJANGO_SETTINGS_MODULE="poweron.settings",
+def make_cluster(postgres_url, redis_url, tmp_path, model, **extra: str) -> AppProcesses:
+    env = app_env(
+        tmp_path,
+        model.url,
         DATABASE_URL=postgres_url,
         REDIS_URL=redis_url,
         SECRET_KEY="scale-out-test-key-" + "x" * 40,
-        POWERON_VAR_DIR=str(tmp_path / "var"),
-        POWERON_LLM_BASE_URL=model.url,
-        POWERON_LLM_API_KEY="sk-test-not-real",
-        DJANGO_SUPERUSER_PASSWORD=PASSWORD,
         **extra,
     )
-    cluster = Cluster(env, tmp_path)
-    cluster.manage("migrate", "--noinput")
-    cluster.manage("createsuperuser", "--noinput", "--username", "alice", "--email", "a@b.org")
-    return cluster
+    return AppProcesses(env, tmp_path)
 
 
 @pytest.fixture

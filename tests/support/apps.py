@@ -1,0 +1,107 @@
+"""Running the app as real processes for tests: migrate, Daphne, run_workers, clean up."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PASSWORD = "app-pass-123"
+"""The password of the "alice" superuser every AppProcesses database starts with."""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the app process exited early with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError("Daphne did not start listening")
+
+
+def app_env(tmp_path: Path, model_url: str, **extra: str) -> dict[str, str]:
+    """The environment of app processes: a var dir of their own and the fake model."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERON_", "OPENAI_"))}
+    env.update(
+        DJANGO_SETTINGS_MODULE="poweron.settings",
+        POWERON_VAR_DIR=str(tmp_path / "var"),
+        POWERON_LLM_BASE_URL=model_url,
+        POWERON_LLM_API_KEY="sk-test-not-real",
+        DJANGO_SUPERUSER_PASSWORD=PASSWORD,
+        **extra,
+    )
+    return env
+
+
+class AppProcesses:
+    """App processes sharing one database, channel layer and media folder, with a migrated
+    database holding the superuser "alice"."""
+
+    def __init__(self, env: dict[str, str], tmp_path: Path) -> None:
+        self.env = env
+        self.tmp_path = tmp_path
+        self.processes: list[subprocess.Popen] = []
+        self.logs: list[Path] = []
+        self.manage("migrate", "--noinput")
+        self.manage("createsuperuser", "--noinput", "--username", "alice", "--email", "a@b.org")
+
+    def manage(self, *args: str) -> None:
+        command = [sys.executable, "manage.py", *args]
+        subprocess.run(command, cwd=ROOT, env=self.env, check=True, capture_output=True)
+
+    def start(self, command: list[str]) -> subprocess.Popen:
+        self.logs.append(self.tmp_path / f"process-{len(self.logs)}.log")
+        with self.logs[-1].open("wb") as log:
+            process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=log)
+        self.processes.append(process)
+        return process
+
+    def web(self) -> int:
+        """A Daphne process; returns its port once it listens."""
+        port = free_port()
+        process = self.start(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "poweron.asgi:application",
+            ]
+        )
+        wait_for_port(port, process)
+        return port
+
+    def worker(self) -> subprocess.Popen:
+        """A `run_workers` process, once it says it is ready."""
+        process = self.start([sys.executable, "-u", "manage.py", "run_workers"])
+        deadline = time.monotonic() + 30
+        while "Worker ready" not in self.logs[-1].read_text():
+            assert process.poll() is None, self.logs[-1].read_text()
+            assert time.monotonic() < deadline, "the worker did not start"
+            time.sleep(0.1)
+        return process
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+            process.wait(timeout=15)
+        for log in self.logs:
+            print(log.name, log.read_text()[-4000:])  # shown when a test fails
