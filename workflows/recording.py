@@ -72,12 +72,5 @@ def settle(workflow_id: int, status: str, reason: str) -> dict[str, Any]:
             pk=workflow_id, status=ChatWorkflow.Status.STOPPING
         ).exists()
         reason = "Stopped by the user." if asked else "Interrupted: the server stopped."
-    with transaction.atomic():
-        services.workflow_settle(workflow_id=workflow_id, status=status, reason=reason)
-        stored = services.event_append(
-            workflow_id=workflow_id,
-            type="status",
-            payload={"status": status, "reason": reason, "final": True},
-            round=ChatWorkflow.objects.values_list("current_round", flat=True).get(pk=workflow_id),
-        )
+    stored = services.workflow_settle(workflow_id=workflow_id, status=status, reason=reason)
     return live.event_as_json(stored)

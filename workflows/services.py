@@ -197,9 +197,18 @@ def round_open(
     return workflow, message
 
 
-def workflow_settle(*, workflow_id: int, status: str, reason: str = "") -> None:
-    """Record how a run ended (always called, also after a crash or a stop)."""
-    ChatWorkflow.objects.filter(pk=workflow_id).update(status=status, status_reason=reason[:2000])
+def workflow_settle(*, workflow_id: int, status: str, reason: str = "") -> WorkflowEvent:
+    """Record how a run ended, as the workflow's status and as its final status event
+    (always called, also after a crash, a stop or a restart)."""
+    workflow = ChatWorkflow.objects.filter(pk=workflow_id)
+    with transaction.atomic():
+        workflow.update(status=status, status_reason=reason[:2000])
+        return event_append(
+            workflow_id=workflow_id,
+            type="status",
+            payload={"status": status, "reason": reason, "final": True},
+            round=workflow.values_list("current_round", flat=True).get(),
+        )
 
 
 def runs_settle_interrupted(*, older_than_seconds: int | None = None) -> list[int]:
@@ -222,14 +231,7 @@ def runs_settle_interrupted(*, older_than_seconds: int | None = None) -> list[in
             else ChatWorkflow.Status.FAILED
         )
         reason = "The run was cut off (the server stopped or crashed); what it did is kept."
-        with transaction.atomic():
-            workflow_settle(workflow_id=workflow.pk, status=status, reason=reason)
-            event_append(
-                workflow_id=workflow.pk,
-                type="status",
-                payload={"status": status, "reason": reason, "final": True},
-                round=workflow.current_round,
-            )
+        workflow_settle(workflow_id=workflow.pk, status=status, reason=reason)
         settled.append(workflow.pk)
     return settled
 
