@@ -204,3 +204,75 @@ def test_long_unbreakable_lines_fit_the_page():
     """A URL longer than the line wraps instead of raising."""
     data = markdown_to_pdf("t", "https://example.org/" + "x" * 400 + "\n\n```\n" + "y" * 300)
     assert "xxxx" in pdf_text(data)
+
+
+def test_pdf_tables_keep_their_cells():
+    """A pipe table is laid out as a table; every cell's text is in the PDF, links with URL."""
+    table = (
+        "| Month | Sightings |\n|---|--:|\n"
+        "| May | **7** `dens` |\n| June | [map](https://x.org/m) |\n"
+    )
+    text = pdf_text(markdown_to_pdf("t", table))
+    assert "Month Sightings" in text
+    assert "May 7 dens" in text
+    assert "June map (https://x.org/m)" in text
+
+
+def test_pdf_table_wider_than_the_page_becomes_lines():
+    """A table with too many columns for the page is written row by row instead of raising."""
+    cells = [f"c{i}" for i in range(40)]
+    table = "| " + " | ".join(cells) + " |\n|" + "---|" * 40 + "\n| " + " | ".join(cells) + " |"
+    assert "c0 | c1 | c2" in pdf_text(markdown_to_pdf("t", table))
+
+
+def test_pdf_code_blocks_are_monospace_and_keep_their_indent():
+    """A fenced code block keeps its lines and indentation, in Courier."""
+    data = markdown_to_pdf("t", "Before\n\n```python\nprint('otters')\n    indented()\n```\n")
+    assert "print('otters')\n    indented()" in pdf_text(data)
+    fonts = PdfReader(io.BytesIO(data)).pages[0]["/Resources"]["/Font"].values()
+    assert "/Courier" in [font["/BaseFont"] for font in fonts]
+
+
+def test_pdf_links_stay_readable_and_clickable():
+    """A link shows its URL after its text and is a link annotation; an autolink shows once."""
+    data = markdown_to_pdf("t", "See [the survey](https://example.org/s) and <https://x.org/a>.")
+    assert "See the survey (https://example.org/s) and https://x.org/a." in pdf_text(data)
+    annotations = PdfReader(io.BytesIO(data)).pages[0]["/Annots"]
+    uris = [annotation.get_object()["/A"]["/URI"] for annotation in annotations]
+    assert "https://example.org/s" in uris
+
+
+def test_pdf_never_interprets_raw_html_nor_fetches_images():
+    """Raw HTML stays literal text and images give their alt text: nothing is loaded.
+
+    The test suite's network guard fails the test on any connection or name lookup.
+    """
+    hostile = (
+        "Intro <script>alert(1)</script>\n\n<img src=http://192.0.2.1/b.png>\n\n"
+        "![otter photo](http://192.0.2.1/a.png) ![x](https://example.org/a.png)\n\n"
+        "| ![x](http://192.0.2.1/c.png) |\n|---|\n"
+    )
+    text = pdf_text(markdown_to_pdf("t", hostile))
+    assert "Intro <script>alert(1)</script>" in text
+    assert "<img src=http://192.0.2.1/b.png>" in text
+    assert "otter photo" in text
+
+
+def test_pdf_lists_nest_and_keep_their_bullets():
+    """Nested and loose list items each keep a bullet or number."""
+    markdown = "- top\n  - nested\n    1. deep\n\n- loose item\n\n  its second paragraph\n"
+    text = pdf_text(markdown_to_pdf("t", markdown))
+    assert "• top" in text and "• nested" in text and "1. deep" in text
+    assert "• loose item\nits second paragraph" in text
+
+
+@pytest.mark.skipif(not DEJAVU.is_file(), reason="DejaVu Sans is not installed")
+def test_pdf_rich_markdown_with_a_unicode_font():
+    """With a Unicode font, bold, italic, code, quotes and tables still render."""
+    markdown = (
+        "# Zażółć\n\n**gęślą** *jaźń* `код`\n\n> cytat\n\n| a | b |\n|---|---|\n| ł | ő |\n\n"
+        "```\nλ = 1\n```\n"
+    )
+    text = pdf_text(markdown_to_pdf("t", markdown, font=str(DEJAVU)))
+    for expected in ("Zażółć", "gęślą jaźń код", "cytat", "ł ő", "λ = 1"):
+        assert expected in text

@@ -1,122 +1,177 @@
-"""A plain, readable PDF from Markdown, with fpdf2.
+"""A plain, readable PDF from Markdown: markdown-it-py for the parsing, fpdf2 for the layout.
 
-The layout is deliberately simple (headings, paragraphs, bullets, code, table rows as
-text). With no Unicode font configured the PDF uses the built-in Helvetica, which only
-knows Windows-1252: other characters are transliterated or replaced, never a crash.
+The Markdown is untrusted (it may carry text from the web), so raw HTML is never parsed
+as markup and images become their alt text: nothing is ever fetched. With no Unicode font
+configured the PDF uses the built-in Helvetica, which only knows Windows-1252: other
+characters are transliterated or replaced, never a crash.
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
+from collections.abc import Callable, Iterator
+from functools import cache
+from itertools import pairwise
 from pathlib import Path
 
-from fpdf import FPDF
-from fpdf.enums import WrapMode, XPos, YPos
+from fpdf import FPDF, FontFace, TextStyle
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 _CORE_ENCODING = "windows-1252"
-_HEADING_SIZES = {1: 18, 2: 14, 3: 12}
 _BODY_SIZE = 10.5
-_LINE = 5.5
+_LEADING = 1.35
+_CHUNK = 300  # tokens
+_MAX_COLUMNS = 10  # More would leave fpdf2 columns too narrow for a single wide glyph.
 _FALLBACKS = {
-    "\u2212": "-",
-    "\u2010": "-",
-    "\u2011": "-",
-    "\u2192": "->",
-    "\u2190": "<-",
-    "\u0142": "l",
-    "\u0141": "L",
-    "\u0111": "d",
-    "\u0110": "D",
-    "\u0131": "i",
-}
+    "\u2212": "-", "\u2010": "-", "\u2011": "-", "\u2192": "->", "\u2190": "<-",
+    "\u0142": "l", "\u0141": "L", "\u0111": "d", "\u0110": "D", "\u0131": "i",
+}  # fmt: skip
 
 
 def markdown_to_pdf(title: str, markdown: str, *, font: str | None = None) -> bytes:
     """Render a Markdown report as a PDF; `font` is an optional path to a Unicode TTF."""
-    writer = _Writer(font)
-    writer.pdf.set_title(title)
-    writer.pdf.set_creator("PowerOn")
-    in_code = False
-    for line in markdown.splitlines():
-        if line.lstrip().startswith(("```", "~~~")):
-            in_code = not in_code
-            continue
-        if in_code:
-            writer.code(line)
-        else:
-            writer.markdown_line(line)
-    return bytes(writer.pdf.output())
-
-
-class _Writer:
-    def __init__(self, font: str | None) -> None:
-        self.pdf = FPDF(format="A4")
-        self.pdf.set_margins(20, 18, 20)
-        self.pdf.set_auto_page_break(auto=True, margin=18)
-        self.unicode = bool(font) and Path(str(font)).is_file()
-        if self.unicode:
-            self.pdf.add_font("body", "", str(font))
-            self.family = "body"
-        else:
-            self.pdf.core_fonts_encoding = _CORE_ENCODING
-            self.family = "helvetica"
-        self.pdf.add_page()
-
-    def safe(self, text: str) -> str:
-        return text if self.unicode else core_safe(text)
-
-    def write(self, text: str, *, size: float, bold: bool = False, mono: bool = False) -> None:
-        family = "courier" if mono and not self.unicode else self.family
-        style = "B" if bold and not self.unicode else ""
-        self.pdf.set_font(family, style=style, size=size)
-        self.pdf.multi_cell(
-            0,
-            size * 0.55,
-            self.safe(text),
-            new_x=XPos.LMARGIN,
-            new_y=YPos.NEXT,
-            wrapmode=WrapMode.CHAR if mono else WrapMode.WORD,
+    pdf = FPDF(format="A4")
+    pdf.set_margins(20, 18, 20)
+    pdf.set_auto_page_break(auto=True, margin=18)
+    pdf.set_title(title)
+    pdf.set_creator("PowerOn")
+    if font and Path(font).is_file():
+        # The one file serves every style, so bold and italic text never lack a font.
+        for style in ("", "B", "I", "BI"):
+            pdf.add_font("body", style, font)
+        body, mono, safe = "body", "body", _identity
+    else:
+        pdf.core_fonts_encoding = _CORE_ENCODING
+        body, mono, safe = "helvetica", "courier", core_safe
+    pdf.add_page()
+    pdf.set_font(body, size=_BODY_SIZE)
+    parser = _parser()
+    tokens = _prepare(_fit_tables(parser.parse(markdown)), safe)
+    for chunk in _chunks(tokens):
+        pdf.write_html(
+            parser.renderer.render(chunk, parser.options, {}),
+            tag_styles=_styles(mono),
+            ul_bullet_char="\u2022",
+            li_prefix_color=(40, 40, 40),
+            table_line_separators=True,
         )
-
-    def code(self, line: str) -> None:
-        self.write(line or " ", size=8.5, mono=True)
-
-    def markdown_line(self, line: str) -> None:
-        stripped = line.strip()
-        if not stripped:
-            self.pdf.ln(_LINE * 0.6)
-        elif heading := re.match(r"^(#{1,6})\s+(.*?)\s*#*$", stripped):
-            level = len(heading[1])
-            self.pdf.ln(_LINE * (0.8 if level > 1 else 0))
-            self.write(inline_text(heading[2]), size=_HEADING_SIZES.get(level, 11), bold=True)
-            self.pdf.ln(_LINE * 0.3)
-        elif re.fullmatch(r"(\*\s*){3,}|(-\s*){3,}|(_\s*){3,}", stripped):
-            y = self.pdf.get_y() + 1
-            self.pdf.line(self.pdf.l_margin, y, self.pdf.w - self.pdf.r_margin, y)
-            self.pdf.ln(3)
-        elif re.fullmatch(r"\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?", stripped):
-            return  # The separator row of a table.
-        elif stripped.startswith("|"):
-            cells = [cell.strip() for cell in stripped.strip("|").split("|")]
-            self.write(inline_text("   ".join(cells)), size=9.5)
-        elif bullet := re.match(r"^(\s*)[-*+]\s+(.*)$", line):
-            indent = "    " * (len(bullet[1]) // 2)
-            self.write(f"{indent}\u2022 {inline_text(bullet[2])}", size=_BODY_SIZE)
-        elif stripped.startswith(">"):
-            self.write(inline_text(stripped.lstrip("> ")), size=_BODY_SIZE)
-        else:
-            self.write(inline_text(stripped), size=_BODY_SIZE)
+    return bytes(pdf.output())
 
 
-def inline_text(text: str) -> str:
-    """Markdown inline markup as plain text: links keep their URL, emphasis marks go."""
-    text = re.sub(r"!?\[([^\]]*)\]\(([^)\s]+)[^)]*\)", r"\1 (\2)", text)
-    text = re.sub(r"<(https?://[^>\s]+)>", r"\1", text)
-    text = re.sub(r"(\*\*|__)(.+?)\1", r"\2", text)
-    text = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"\1", text)
-    text = re.sub(r"`([^`]*)`", r"\1", text)
-    return re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>])", r"\1", text)
+@cache
+def _parser() -> MarkdownIt:
+    # Past maxNesting markdown-it drops the rest of the text; 60 lets 29 list levels through,
+    # whose indent still fits the page.
+    return MarkdownIt("commonmark", {"html": False, "maxNesting": 60}).enable("table")
+
+
+def _styles(mono: str) -> dict[str, FontFace]:
+    heading = {"color": "#1d2430", "font_style": "B", "b_margin": 0.4}
+    return {
+        "h1": TextStyle(font_size_pt=18, t_margin=2, **heading),
+        "h2": TextStyle(font_size_pt=14, t_margin=6, **heading),
+        "h3": TextStyle(font_size_pt=12, t_margin=5, **heading),
+        **{f"h{level}": TextStyle(font_size_pt=11, t_margin=4, **heading) for level in (4, 5, 6)},
+        "a": FontFace(color="#1b5fc1", emphasis="UNDERLINE"),
+        "code": FontFace(family=mono),
+        "pre": TextStyle(font_family=mono, font_size_pt=8.5, t_margin=3),
+        "blockquote": TextStyle(color="#4a5361", font_style="I", t_margin=2, b_margin=2),
+    }
+
+
+def _chunks(tokens: list[Token]) -> Iterator[list[Token]]:
+    """Whole top-level blocks, a few at a time: one write_html call slows down quadratically."""
+    chunk: list[Token] = []
+    for token in tokens:
+        chunk.append(token)
+        # Never right after a heading: write_html keeps the next block close to it.
+        block_end = token.level == 0 and token.nesting < 1 and token.type != "heading_close"
+        if block_end and len(chunk) >= _CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _fit_tables(tokens: list[Token]) -> list[Token]:
+    """Tables too wide for the page become a paragraph, one line per row."""
+    out: list[Token] = []
+    start = 0
+    for token in tokens:
+        if token.type == "table_open":
+            start = len(out)
+        out.append(token)
+        if token.type == "table_close" and (
+            sum(t.type == "th_open" for t in out[start:]) > _MAX_COLUMNS
+        ):
+            out[start:] = _rows_as_lines(out[start:])
+    return out
+
+
+def _rows_as_lines(table: list[Token]) -> list[Token]:
+    line: list[Token] = []
+    for previous, token in pairwise(table):
+        if token.type == "tr_open" and line:
+            line.append(Token("hardbreak", "br", 0))
+        elif token.type in ("th_open", "td_open") and previous.type in ("th_close", "td_close"):
+            line.append(Token("text", "", 0, content=" | "))
+        elif token.type == "inline":
+            line += token.children or []
+    inline = Token("inline", "", 0, children=line)
+    return [Token("paragraph_open", "p", 1), inline, Token("paragraph_close", "p", -1)]
+
+
+def _prepare(tokens: list[Token], safe: Callable[[str], str]) -> list[Token]:
+    """Fit the tokens to fpdf2: encodable text, plain cells and headings, list items without <p>."""
+    in_item = 0
+    for index, token in enumerate(tokens):
+        if token.type in ("th_open", "td_open"):
+            align = (token.attrGet("style") or "").removeprefix("text-align:")
+            token.attrs = {"align": align or "left"}
+        elif token.type in ("list_item_open", "list_item_close"):
+            in_item += token.nesting
+        elif token.type in ("paragraph_open", "bullet_list_open", "ordered_list_open"):
+            token.attrSet("style", f"line-height:{_LEADING}")
+        elif token.type in ("fence", "code_block"):
+            token.content = safe(token.content)
+        elif token.type == "inline":
+            # fpdf2 takes a single run of text per table cell, and per bookmark for a heading.
+            plain = tokens[index - 1].type in ("th_open", "td_open", "heading_open")
+            token.children = _inline(token.children or [], safe, plain=plain)
+            if in_item and tokens[index - 2].type == "paragraph_close":
+                token.children.insert(0, Token("hardbreak", "br", 0))
+        # fpdf2 starts each <p> afresh, which would drop a list item's bullet and indent.
+        if in_item and token.type.startswith("paragraph_"):
+            token.hidden = True
+    return tokens
+
+
+def _inline(children: list[Token], safe: Callable[[str], str], *, plain: bool) -> list[Token]:
+    out: list[Token] = []
+    href = link_text = ""
+    for child in children:
+        if child.type in ("text", "code_inline"):
+            child.content = safe(child.content)
+            link_text += child.content
+        elif child.type == "image":  # Its alt text only: an image would be fetched.
+            alt = "".join(part.content for part in child.children or [])
+            child = Token("text", "", 0, content=safe(alt))
+        elif child.type == "link_open":
+            href = "" if child.markup == "autolink" else safe(str(child.attrGet("href") or ""))
+            link_text = ""
+        out.append(child)
+        # On paper the URL must stay readable, unless the link text already shows it.
+        if child.type == "link_close" and href and href != link_text:
+            out.append(Token("text", "", 0, content=f" ({href})"))
+    if not plain:
+        return out
+    text = "".join(" " if part.type.endswith("break") else part.content for part in out)
+    return [Token("text", "", 0, content=text)]
+
+
+def _identity(text: str) -> str:
+    return text
 
 
 def core_safe(text: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from html import escape
 from typing import ClassVar
@@ -87,6 +88,9 @@ class DocumentGenerateReport:
             return _failure("document.generateReport: the model wrote an empty report")
         markdown = report_markdown(title, body, sources)
         stem = file_stem(title)
+        # Laying out a PDF takes a while for a long report: off the event loop.
+        font = ctx.settings.get("report_pdf_font")
+        pdf = await asyncio.to_thread(markdown_to_pdf, title, markdown, font=font)
         documents = [
             ProducedDocument(name=f"{stem}.md", mime="text/markdown", data=markdown.encode()),
             ProducedDocument(
@@ -97,7 +101,7 @@ class DocumentGenerateReport:
             ProducedDocument(
                 name=f"{stem}.pdf",
                 mime="application/pdf",
-                data=markdown_to_pdf(title, markdown, font=ctx.settings.get("report_pdf_font")),
+                data=pdf,
             ),
         ]
         notes = [

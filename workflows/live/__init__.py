@@ -1,0 +1,1 @@
+"""The live channel: the WebSocket consumer, its commands, rendering and broadcasting."""
