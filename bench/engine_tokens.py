@@ -82,7 +82,7 @@ async def one_run() -> list[tuple[str, int]]:
         HistoryEntry(role="assistant", round=1, content="Daikin, Viessmann and Vaillant lead."),
     ]
     state = RoundState(
-        workflow_id="bench", round=2, prompt="Write a market overview of European heat pumps.",
+        round=2, prompt="Write a market overview of European heat pumps.",
         history=history, max_steps=5,
     )  # fmt: skip
     with FakeOpenAIServer(script()) as server:

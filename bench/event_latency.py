@@ -6,8 +6,8 @@ request with the demo model's policy, so any number of interleaved rounds can sh
 and this script's asyncio WebSocket clients (the `websockets` package). For each N, N
 workflows (each with one uploaded note: a two-action React round, extract then report)
 are started at once over their sockets. For every stored event, latency = the client's
-receive time - the time the app committed it: the app process wraps recording.record and
-recording.settle to stamp time.time() after the commit (app code unchanged); the row's
+receive time - the time the app committed it: the app process wraps recording.record to
+note time.time() after the commit and adds it to the event's JSON (app code unchanged); the row's
 own `at` (set at INSERT, before the commit) is shown beside it. Prints medians, p90s,
 throughput and ratios against N=1; never asserts timings.
 
@@ -82,16 +82,25 @@ def serve_app(port: int) -> None:
     django.setup()
     from daphne.cli import CommandLineInterface
 
-    from workflows import recording
+    from workflows.contract import Envelope
+    from workflows.execution import recording
 
-    def stamped(function):
-        def wrapper(*args: Any) -> dict[str, Any]:
-            return {**function(*args), "committedAt": time.time()}
+    committed: dict[tuple[int, int | None], float] = {}
+    record, as_json = recording.record, Envelope.as_json
 
-        return wrapper
+    def stamped_record(*args: Any) -> Envelope:
+        envelope = record(*args)
+        committed[(envelope.workflow, envelope.seq)] = time.time()
+        return envelope
 
-    recording.record = stamped(recording.record)
-    recording.settle = stamped(recording.settle)
+    def stamped_json(envelope: Envelope) -> dict[str, Any]:
+        data = as_json(envelope)
+        if (at := committed.get((envelope.workflow, envelope.seq))) is not None:
+            data["committedAt"] = at
+        return data
+
+    recording.record = stamped_record
+    Envelope.as_json = stamped_json  # type: ignore[method-assign]
     CommandLineInterface().run(["-b", "127.0.0.1", "-p", str(port), "poweron.asgi:application"])
 
 
@@ -164,7 +173,7 @@ async def watch(
                 received.append((now, event))
                 if event["type"] == "notice" and event["payload"]["level"] == "error":
                     raise RuntimeError(event["payload"]["text"])
-                if event["type"] == "status" and event["payload"].get("final"):
+                if event["type"] == "run" and event["payload"]["status"] != "stopping":
                     break
     return received
 

@@ -2,7 +2,7 @@
 
 The same scripted React round (five actions, ScriptedLLM and FakeToolExecutor, no model
 latency) runs (a) through run_round alone, collecting the typed events in memory, and
-(b) through WorkflowRun, which dumps each event to JSON, stores it with recording.record
+(b) through RoundRunner, which dumps each event to JSON, stores it with recording.record
 on SQLite (WAL, a temporary POWERON_VAR_DIR), keeps produced documents under MEDIA_ROOT,
 and broadcasts it on the in-memory channel layer to one draining viewer. Runs alternate,
 so noise on the shared machine hits both alike. Prints medians and p90s, never asserts.
@@ -77,7 +77,7 @@ def quantile(values: list[float], q: float) -> float:
 async def bare_round() -> tuple[float, int, int]:
     """One round through the engine alone: seconds, events yielded, of which token deltas."""
     llm = ScriptedLLM(script())
-    state = RoundState(workflow_id=1, round=1, prompt=PROMPT, max_steps=STEPS)
+    state = RoundState(round=1, prompt=PROMPT, max_steps=STEPS)
     events = []
     started = time.perf_counter()
     async for event in run_round(
@@ -133,25 +133,27 @@ def django_setup(var_dir: str) -> None:
 
 def patch_host(timings: Timings) -> None:
     """Give every run the scripted model and fake tools, and time the host's steps."""
-    from workflows import agent, live, recording
-    from workflows.runner import WorkflowRun
+    from workflows.execution import recording, setup
+    from workflows.execution.runner import RoundRunner
+    from workflows.live import broadcast
 
-    agent.build_llm = lambda: ScriptedLLM(script())
-    agent.build_tools = lambda **_: FakeToolExecutor()
+    setup.build_llm = lambda: ScriptedLLM(script())
+    setup.build_tools = lambda **_: FakeToolExecutor()
     recording.record = timings.wrap_sync("record", recording.record)
-    live.broadcast = timings.wrap_async("broadcast", live.broadcast)
-    WorkflowRun.emit = timings.wrap_async(  # type: ignore[method-assign]
-        "emit", WorkflowRun.emit, skip=lambda run, event: event["type"] == "delta"
+    broadcast.broadcast = timings.wrap_async("broadcast", broadcast.broadcast)
+    RoundRunner.emit = timings.wrap_async(  # type: ignore[method-assign]
+        "emit", RoundRunner.emit, skip=lambda run, event: event.type == "delta"
     )
 
 
 async def runner_round(owner: Any) -> tuple[float, int, int]:
-    """One round through WorkflowRun, watched by one viewer: seconds, stored, received."""
+    """One round through RoundRunner, watched by one viewer: seconds, stored, received."""
     from channels.db import database_sync_to_async
     from channels.layers import get_channel_layer
 
-    from workflows import live, services
-    from workflows.runner import WorkflowRun
+    from workflows import services
+    from workflows.execution.runner import RoundRunner
+    from workflows.live import broadcast
 
     def open_round():
         workflow = services.workflow_create(owner=owner, title="bench", max_steps=STEPS)
@@ -159,10 +161,10 @@ async def runner_round(owner: Any) -> tuple[float, int, int]:
             workflow_id=workflow.pk, owner=owner, text=PROMPT, document_ids=[]
         )
 
-    workflow, message = await database_sync_to_async(open_round)()
+    workflow, message, _ = await database_sync_to_async(open_round)()
     layer = get_channel_layer()
     channel = await layer.new_channel()
-    await layer.group_add(live.viewers_group(workflow.pk), channel)
+    await layer.group_add(broadcast.viewers_group(workflow.pk), channel)
     received: list[dict[str, Any]] = []
 
     async def drain() -> None:
@@ -171,11 +173,11 @@ async def runner_round(owner: Any) -> tuple[float, int, int]:
 
     viewer = asyncio.create_task(drain())
     started = time.perf_counter()
-    status = await WorkflowRun(workflow, message).execute()
+    status = await RoundRunner(workflow, message).execute()
     elapsed = time.perf_counter() - started
     await asyncio.sleep(0)  # let the viewer take the last event
     viewer.cancel()
-    await layer.group_discard(live.viewers_group(workflow.pk), channel)
+    await layer.group_discard(broadcast.viewers_group(workflow.pk), channel)
     assert status == "completed", status
     stored = await workflow.events.acount()
     return elapsed, stored, len(received)
@@ -246,7 +248,7 @@ def report(
     names = {
         "emit": "emit: store + broadcast (awaited)",
         "record": "  recording.record (in thread)",
-        "broadcast": "  live.broadcast (all, deltas too)",
+        "broadcast": "  broadcast.broadcast (all, deltas too)",
     }
     for key, label in names.items():
         samples = [s * 1000 for s in timings.samples[key]]

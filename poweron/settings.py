@@ -31,6 +31,17 @@ def env_int(name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {value!r}") from error
 
 
+def env_float(name: str, default: float) -> float:
+    """Read a number variable (e.g. seconds), naming it when it is not a number."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError as error:
+        raise ValueError(f"{name} must be a number, got {value!r}") from error
+
+
 def env_list(name: str, default: str) -> list[str]:
     """Read a comma-separated variable."""
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
@@ -174,6 +185,8 @@ if POWERON_RUNNER not in {"inline", "worker"}:
 if POWERON_RUNNER == "worker" and not REDIS_URL:
     raise ValueError("POWERON_RUNNER=worker needs REDIS_URL: workers and web share Redis")
 POWERON_WORKER_CONCURRENCY = env_int("POWERON_WORKER_CONCURRENCY", 8)
+# A viewer that heard nothing for this long asks the database for events the layer dropped.
+POWERON_CATCH_UP_SECONDS = env_float("POWERON_CATCH_UP_SECONDS", 3.0)
 
 # Tools: search providers and the safe fetcher.
 POWERON_SEARCH_PROVIDER = os.environ.get("POWERON_SEARCH_PROVIDER", "")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from workflows import services
+from workflows.engine.events import ActEvent, PlanEvent, RoundEvent
+from workflows.engine.schemas import ActionSelection
+from workflows.execution import recording
 from workflows.models import ChatMessage, ChatWorkflow
 
 
@@ -34,6 +37,11 @@ def workflow_with_history(owner, *, title: str = "Research task") -> ChatWorkflo
         round=1,
         message=action,
     )
-    for kind in ("round", "plan", "act"):
-        services.event_append(workflow_id=workflow.pk, type=kind, payload={"kind": kind}, round=1)
+    step = {"round": 1, "task": 1, "action": 1}
+    for event in (
+        RoundEvent(round=1, status="started", mode="react", model="m"),
+        PlanEvent(**step, step=1, selection=ActionSelection(action="document.extract")),
+        ActEvent(**step, method="document.extract", parameters={}),
+    ):
+        recording.record(workflow.pk, event)
     return workflow

@@ -47,3 +47,12 @@ async def receive_until(
         events.append(event)
         if predicate(event):
             return events
+
+
+def is_final(event: dict[str, Any]) -> bool:
+    """Whether a JSON event is a run's final status (its last event)."""
+    return event["type"] == "run" and event["payload"]["status"] in (
+        "completed",
+        "failed",
+        "stopped",
+    )

@@ -4,18 +4,20 @@ import pytest
 from channels.db import database_sync_to_async
 
 from tests.live import connect, receive
-from workflows import live, services
+from workflows import services
+from workflows.contract import Envelope, RunEvent
+from workflows.engine.events import StatusEvent
+from workflows.execution import recording
+from workflows.live import broadcast
 from workflows.models import ChatMessage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @database_sync_to_async
-def store_events(workflow, count: int) -> list[dict]:
+def store_events(workflow, count: int) -> list[Envelope]:
     return [
-        live.event_as_json(
-            services.event_append(workflow_id=workflow.pk, type="status", payload={"n": n})
-        )
+        recording.record(workflow.pk, StatusEvent(round=1, code="info", reason=f"n{n}"))
         for n in range(count)
     ]
 
@@ -55,12 +57,12 @@ async def test_replay_from_k_then_live_without_gap_or_duplicate(alice):
     assert replayed == [5, 6, 7, 8, 9, 10]
 
     (eleven,) = await store_events(workflow, 1)
-    await live.broadcast(workflow.pk, eleven)
+    await broadcast.broadcast(eleven)
     assert (await receive(communicator))["seq"] == 11
 
-    await live.broadcast(workflow.pk, {**eleven, "seq": 7})  # a duplicate is dropped
+    await broadcast.broadcast(eleven.model_copy(update={"seq": 7}))  # a duplicate is dropped
     twelve, thirteen = await store_events(workflow, 2)
-    await live.broadcast(workflow.pk, thirteen)  # 12 was never broadcast: filled from the DB
+    await broadcast.broadcast(thirteen)  # 12 was never broadcast: filled from the DB
     assert [(await receive(communicator))["seq"] for _ in range(2)] == [12, 13]
     assert await communicator.receive_nothing(timeout=0.3)
     await communicator.disconnect()
@@ -73,7 +75,8 @@ async def test_event_json_shape(alice):
     communicator = await connect(alice, workflow.pk)
     event = await receive(communicator)
     assert set(event) == {"workflow", "seq", "type", "round", "task", "action", "payload", "at"}
-    assert (event["workflow"], event["seq"], event["payload"]) == (workflow.pk, 1, {"n": 0})
+    payload = {"code": "info", "reason": "n0"}
+    assert (event["workflow"], event["seq"], event["payload"]) == (workflow.pk, 1, payload)
     await communicator.disconnect()
 
 
@@ -83,8 +86,7 @@ async def test_html_format_sends_fragments_with_seq(alice):
     await store_events(workflow, 1)
     communicator = await connect(alice, workflow.pk, "after=0")
     html = await communicator.receive_from(timeout=5)
-    assert 'data-seq="1"' in html
-    assert "hx-swap-oob" in html
+    assert html.startswith('<div id="event-meta" hx-swap-oob="true" hidden data-seq="1"')
     await communicator.disconnect()
 
 
@@ -141,4 +143,21 @@ async def test_feedback_is_stored_on_the_answer(alice):
     assert (await receive(communicator))["payload"]["text"] == "Thanks — your feedback is saved."
     await answer.arefresh_from_db()
     assert (answer.feedback, answer.feedback_comment) == (-1, "too short")
+    await communicator.disconnect()
+
+
+async def test_a_final_status_the_layer_dropped_still_reaches_the_viewer(alice, settings):
+    """Stored but never broadcast (a lost message): the viewer asks the database after a
+    short silence and gets it, with no later event needed."""
+    settings.POWERON_CATCH_UP_SECONDS = 0.2
+    workflow = await make_workflow(alice)
+    await store_events(workflow, 2)
+    communicator = await connect(alice, workflow.pk)
+    assert [(await receive(communicator))["seq"] for _ in range(2)] == [1, 2]
+    await database_sync_to_async(recording.record)(
+        workflow.pk, RunEvent(round=1, status="failed", reason="lost on the way")
+    )  # stored, not broadcast
+    final = await receive(communicator, timeout=5)
+    assert (final["seq"], final["type"], final["payload"]["status"]) == (3, "run", "failed")
+    assert await communicator.receive_nothing(timeout=0.5)  # nothing twice
     await communicator.disconnect()

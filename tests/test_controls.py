@@ -8,10 +8,11 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
-from tests.live import connect, receive_until
+from tests.live import connect, is_final, receive_until
 from tests.support.fake_openai import FakeReply
 from tests.support.replies import cont, extract_step, review, stop, taskplan
-from workflows import runs, services
+from workflows import services
+from workflows.execution import launcher
 from workflows.models import ChatMessage, ChatWorkflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,10 +37,6 @@ def workflow_with_upload(owner, **fields):
         data=b"# Notes\n\nRevenue grew 12 percent. Costs fell 3 percent.",
     )
     return workflow, upload
-
-
-def is_final(event) -> bool:
-    return event["type"] == "status" and bool(event["payload"].get("final"))
 
 
 async def start(alice, workflow, upload):
@@ -70,9 +67,12 @@ async def test_stop_cancels_the_model_call_and_keeps_the_work(alice, model):
     events = await receive_until(communicator, is_final)
     # The run ended while the refine call still waited for its 60 s reply: it was cancelled.
     assert model.delivered == len(model.requests) - 1
-    assert any(e["payload"].get("status") == "stopping" for e in events)
+    assert any(e["type"] == "run" and e["payload"]["status"] == "stopping" for e in events)
     assert events[-1]["payload"]["status"] == "stopped"
-    assert await runs.wait_for(workflow.pk) in (None, ChatWorkflow.Status.STOPPED)
+    # What was open when the stop came is closed as stopped, before the final status.
+    closing = [(e["type"], e["payload"]["status"]) for e in events[-4:-1]]
+    assert closing == [("step", "stopped"), ("task", "stopped"), ("round", "stopped")]
+    assert await launcher.wait_for(workflow.pk) in (None, ChatWorkflow.Status.STOPPED)
     workflow, messages, documents = await reload(workflow)
     assert workflow.status == ChatWorkflow.Status.STOPPED
     assert workflow.prompt_tokens > 0  # usage so far is kept
@@ -214,11 +214,7 @@ async def test_a_lost_stop_message_still_stops_the_run(alice, model):
     await receive_until(communicator, lambda e: e["type"] == "taskplan" or e["type"] == "task")
     await mark_stopping(workflow)  # as request_stop does, but no control message is sent
     events = await receive_until(communicator, is_final)
-    assert events[-1]["payload"] == {
-        "status": "stopped",
-        "reason": "Stopped by the user.",
-        "final": True,
-    }
+    assert events[-1]["payload"] == {"status": "stopped", "reason": "Stopped by the user."}
     await communicator.disconnect()
 
 
@@ -228,7 +224,7 @@ async def test_a_run_cancelled_by_the_server_says_so(alice, model):
     model.add(taskplan("Summarise"), FakeReply(content="{}", delay=60))
     communicator = await start(alice, workflow, upload)
     await receive_until(communicator, lambda e: e["type"] == "task")
-    runs._tasks[workflow.pk].cancel()
+    launcher._tasks[workflow.pk].cancel()
     events = await receive_until(communicator, is_final)
     assert events[-1]["payload"]["status"] == "stopped"
     assert events[-1]["payload"]["reason"] == "Interrupted: the server stopped."

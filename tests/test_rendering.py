@@ -1,53 +1,101 @@
-"""Every event type has its fragment, and model text reaches the page sanitised."""
+"""One typed contract from the engine to the browser: every type stored, rendered in both
+formats, undeclared fields and unknown types refused, model and web text sanitised."""
 
-import typing
+import json
 from pathlib import Path
 
+import pytest
 from django.conf import settings
+from pydantic import ValidationError
 
-from workflows.engine.events import Event
-from workflows.rendering import EVENT_TYPES, render_event, template_for
+from tests.support.page import parse
+from tests.support.samples import samples
+from workflows import services
+from workflows.contract import EVENT_TYPES, Envelope, NoticeEvent, RunEvent, event_from
+from workflows.engine.events import BaseEvent, MessageEvent, ObserveEvent
+from workflows.engine.schemas import Observation, Preview
+from workflows.execution import recording
+from workflows.live.rendering import render_event, template_for
+
+pytestmark = pytest.mark.django_db
 
 
-def engine_event_types() -> set[str]:
-    union = typing.get_args(Event)[0]
-    return {
-        typing.get_args(model.model_fields["type"].annotation)[0]
-        for model in typing.get_args(union)
-    }
+@pytest.fixture
+def document(alice):
+    workflow = services.workflow_create(owner=alice)
+    return services.document_create(workflow=workflow, name="r.md", data=b"# R", label="x")
 
 
-def test_every_engine_event_type_has_a_template():
-    """The map covers every event the engine can emit (and the host's own notices)."""
-    assert engine_event_types() <= set(EVENT_TYPES)
+def test_every_event_type_has_a_sample_and_a_template(document):
+    """Adding an event type without a template (or a sample here) fails this test."""
+    assert set(samples(document.as_ref())) == set(EVENT_TYPES)
     for event_type in EVENT_TYPES:
         assert (Path(settings.BASE_DIR) / "templates" / template_for(event_type)).is_file()
 
 
-def event(type_, payload, **position):
-    return {
-        "workflow": 1,
-        "seq": 7,
-        "type": type_,
-        "payload": payload,
-        "round": 1,
-        "task": position.get("task", 0),
-        "action": position.get("action", 0),
-    }
+def test_every_event_type_is_stored_and_rendered_in_both_formats(document):
+    """Each type goes through the real recording path and comes back typed; its JSON and
+    its HTML fragment are two renderings of the same envelope."""
+    workflow_id = document.workflow_id
+    for event_type, event in samples(document.as_ref()).items():
+        if isinstance(event, NoticeEvent):
+            envelope = Envelope(workflow=workflow_id, seq=None, event=event)
+        else:
+            envelope = recording.record(workflow_id, event)
+            assert envelope.seq is not None and envelope.type == event_type
+        data = json.loads(json.dumps(envelope.as_json()))
+        assert set(data) == {"workflow", "seq", "type", "round", "task", "action", "payload", "at"}
+        assert Envelope.from_json(data).event.type == event_type
+        html = render_event(envelope)
+        meta = parse(html)[0]
+        assert meta.attrs["id"] == "event-meta" and meta.attrs["data-type"] == event_type
+        assert meta.attrs["data-seq"] == ("" if envelope.seq is None else str(envelope.seq))
+
+
+def test_the_contract_covers_every_event_class():
+    """Every event model, the engine's and the host's, is one member of the union."""
+    classes = set(BaseEvent.__subclasses__())
+    assert {c.model_fields["type"].default for c in classes} == set(EVENT_TYPES)
+    assert len(classes) == len(EVENT_TYPES)
+
+
+def test_an_undeclared_field_or_an_unknown_type_fails_loudly():
+    """The contract forbids what it does not declare, on the way in and on the way out."""
+    with pytest.raises(ValidationError):
+        RunEvent(round=1, status="completed", final=True)  # the old, untyped shape
+    with pytest.raises(ValidationError):
+        event_from("run", {"status": "completed", "final": True}, round=1, task=0, action=0)
+    with pytest.raises(ValidationError):
+        event_from("future_type", {}, round=1, task=0, action=0)
+
+
+def test_an_invalid_event_is_never_committed(alice):
+    """An event that does not read back into the contract rolls its transaction back."""
+    workflow = services.workflow_create(owner=alice)
+    bad = RunEvent.model_construct(round=1, task=0, action=0, type="run", status="maybe")
+    with pytest.raises(ValidationError):
+        recording.record(workflow.pk, bad)
+    assert not workflow.events.exists()
+    workflow.refresh_from_db()
+    assert workflow.last_seq == 0
+
+
+def envelope(event, seq=7):
+    return Envelope(workflow=1, seq=seq, event=event)
 
 
 def test_answer_markdown_is_sanitised():
     """A script tag or an event handler in the model's answer never reaches the page."""
     html = render_event(
-        event(
-            "message",
-            {
-                "key": "round1_answer",
-                "role": "assistant",
-                "messageId": 3,
-                "content": "**Done** <script>alert(1)</script> <img src=x onerror=alert(2)> "
+        envelope(
+            MessageEvent(
+                round=1,
+                key="round1_answer",
+                role="assistant",
+                messageId=3,
+                content="**Done** <script>alert(1)</script> <img src=x onerror=alert(2)> "
                 "[x](javascript:alert(3))",
-            },
+            )
         )
     )
     assert "<strong>Done</strong>" in html
@@ -58,41 +106,22 @@ def test_answer_markdown_is_sanitised():
 
 def test_web_text_in_observations_is_escaped():
     """Snippets and notes from the web are text, never markup."""
-    html = render_event(
-        event(
-            "observe",
-            {
-                "observation": {
-                    "success": True,
-                    "resultLabel": "round1_task1_action1_results",
-                    "documentsCount": 1,
-                    "previews": [
-                        {
-                            "name": "<b>x</b>",
-                            "mime": "text/html",
-                            "snippet": "<script>bad()</script>",
-                        }
-                    ],
-                    "notes": ["<img src=x onerror=alert(1)>"],
-                }
-            },
-            task=1,
-            action=1,
-        )
+    observation = Observation(
+        success=True,
+        resultLabel="round1_task1_action1_results",
+        documentsCount=1,
+        previews=[Preview(name="<b>x</b>", mime="text/html", snippet="<script>bad()</script>")],
+        notes=["<img src=x onerror=alert(1)>"],
     )
+    html = render_event(envelope(ObserveEvent(round=1, task=1, action=1, observation=observation)))
     assert "<script>bad()" not in html
     assert "&lt;script&gt;" in html
     assert "<img" not in html
 
 
-def test_fragments_carry_their_seq():
-    """Each stored event's fragment names its seq for the page's de-duplication."""
-    html = render_event(event("status", {"code": "criteria_met", "reason": "Done."}))
-    assert 'data-seq="7"' in html
-    assert "criteria met" in html
-
-
-def test_unknown_event_type_renders_as_a_notice():
-    """An event type this build does not know is shown plainly rather than crashing."""
-    html = render_event(event("future_type", {}))
-    assert "future_type event" in html
+def test_a_final_status_carries_its_state_as_data():
+    """The page reads seq and the final status from attributes, not from text."""
+    meta = parse(render_event(envelope(RunEvent(round=1, status="failed", reason="x"))))[0]
+    assert meta.attrs["data-seq"] == "7" and meta.attrs["data-final"] == "failed"
+    meta = parse(render_event(envelope(RunEvent(round=1, status="stopping"))))[0]
+    assert "data-final" not in meta.attrs

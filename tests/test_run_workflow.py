@@ -125,11 +125,9 @@ def test_a_pdf_round_exits_zero_with_one_json_event_per_line(pdf_run) -> None:
     server.assert_complete()
     assert all(event.keys() >= EVENT_KEYS for event in run.events)
     assert [event["seq"] for event in run.events] == list(range(1, len(run.events) + 1))
-    assert run.events[-1]["payload"] == {
-        "status": "completed",
-        "reason": "Task 1 success: Done.",
-        "final": True,
-    }
+    assert run.events[0]["type"] == "message" and run.events[0]["payload"]["role"] == "user"
+    assert run.events[-1]["type"] == "run"
+    assert run.events[-1]["payload"] == {"status": "completed", "reason": "Task 1 success: Done."}
     assert run.answer == "The report is ready."
 
 
@@ -298,14 +296,14 @@ def test_a_model_that_always_errs_fails_the_round_with_exit_one(var_dir, notes) 
 
 
 def test_invalid_output_twice_fails_the_round_with_exit_one(var_dir) -> None:
-    """An action selection invalid twice fails the step; the task fails and so does the round."""
+    """An action selection invalid twice fails the step; the task fails and so does the round
+    although the review claims success; the answer, written from the facts, claims nothing."""
     with FakeOpenAIServer() as server:
         server.add(
             taskplan("Find facts"),
             "not json at all",
             {"action": "web.search"},  # still invalid: the required fields are missing
-            review("failed"),
-            "I could not find the facts.",
+            review("success"),
         )
         run = run_workflow(var_dir, "Find facts", settings=model_settings(server))
     assert run.returncode == 1, run.explain()
@@ -313,7 +311,10 @@ def test_invalid_output_twice_fails_the_round_with_exit_one(var_dir) -> None:
     errors = [e["payload"] for e in run.of("error")]
     assert [e["retrying"] for e in errors] == [True, False]
     assert "step_failed" in [e["payload"].get("code") for e in run.of("status")]
+    assert run.of("review")[0]["payload"]["status"] == "failed"
     assert run.events[-1]["payload"]["status"] == "failed"
+    assert run.answer.startswith("I could not complete this request. No step succeeded.")
+    assert "No document was produced." in run.answer
 
 
 # --- exit status 2: bad arguments -----------------------------------------------------------

@@ -3,8 +3,9 @@
 import pytest
 from channels.db import database_sync_to_async
 
-from tests.live import connect, receive_until
-from workflows import runs, services
+from tests.live import connect, is_final, receive_until
+from workflows import services
+from workflows.execution import launcher
 from workflows.models import ChatDocument, ChatMessage, ChatWorkflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,19 +38,19 @@ def stored(workflow):
 async def test_demo_round_runs_stores_and_settles(alice):
     """With no model configured the demo model runs a whole round through the real tools."""
     workflow, upload = await workflow_with_upload(alice)
-    await runs.start_round(
+    await launcher.start_round(
         workflow_id=workflow.pk, user=alice, text="Summarise my notes", document_ids=[upload.pk]
     )
-    assert await runs.wait_for(workflow.pk) == ChatWorkflow.Status.COMPLETED
+    assert await launcher.wait_for(workflow.pk) == ChatWorkflow.Status.COMPLETED
     workflow, events, messages, documents = await stored(workflow)
 
     seqs = [seq for seq, _ in events]
     assert seqs == list(range(1, len(seqs) + 1))
     types = [kind for _, kind in events]
     assert types[0] == "message"  # the user's message opens the round
-    for kind in ("round", "taskplan", "plan", "act", "observe", "refine", "review", "usage"):
+    for kind in ("round", "taskplan", "step", "plan", "act", "observe", "refine", "review"):
         assert kind in types, kind
-    assert types[-1] == "status"
+    assert types[-1] == "run"
     assert workflow.status == ChatWorkflow.Status.COMPLETED
     assert workflow.title == "Summarise my notes"
     assert workflow.prompt_tokens > 0
@@ -71,10 +72,12 @@ async def test_demo_round_runs_stores_and_settles(alice):
 async def test_second_start_is_refused_while_running(alice):
     """One run per workflow: a second message while one runs is refused, clearly."""
     workflow, upload = await workflow_with_upload(alice)
-    await runs.start_round(workflow_id=workflow.pk, user=alice, text="first", document_ids=[])
+    await launcher.start_round(workflow_id=workflow.pk, user=alice, text="first", document_ids=[])
     with pytest.raises(Exception, match="already running"):
-        await runs.start_round(workflow_id=workflow.pk, user=alice, text="second", document_ids=[])
-    await runs.wait_for(workflow.pk)
+        await launcher.start_round(
+            workflow_id=workflow.pk, user=alice, text="second", document_ids=[]
+        )
+    await launcher.wait_for(workflow.pk)
 
 
 async def test_watcher_sees_the_round_live_in_order(alice):
@@ -84,9 +87,7 @@ async def test_watcher_sees_the_round_live_in_order(alice):
     await communicator.send_json_to(
         {"action": "send", "text": "Summarise my notes", "documents": [upload.pk]}
     )
-    events = await receive_until(
-        communicator, lambda e: e["type"] == "status" and e["payload"].get("final")
-    )
+    events = await receive_until(communicator, is_final)
     stored_seqs = [e["seq"] for e in events if e["seq"] is not None]
     assert stored_seqs == sorted(stored_seqs)
     assert stored_seqs == list(range(1, len(stored_seqs) + 1))
@@ -96,15 +97,15 @@ async def test_watcher_sees_the_round_live_in_order(alice):
 
 async def test_a_crash_is_shown_and_the_run_still_ends(alice, monkeypatch):
     """An unexpected error in the host becomes a visible error event and a failed run."""
-    from workflows import agent
+    from workflows.execution import setup
 
     def broken_tools(**kwargs):
         raise RuntimeError("tool registry exploded")
 
-    monkeypatch.setattr(agent, "build_tools", broken_tools)
+    monkeypatch.setattr(setup, "build_tools", broken_tools)
     workflow, upload = await workflow_with_upload(alice)
-    await runs.start_round(workflow_id=workflow.pk, user=alice, text="x", document_ids=[])
-    assert await runs.wait_for(workflow.pk) == ChatWorkflow.Status.FAILED
+    await launcher.start_round(workflow_id=workflow.pk, user=alice, text="x", document_ids=[])
+    assert await launcher.wait_for(workflow.pk) == ChatWorkflow.Status.FAILED
     workflow, events, messages, documents = await stored(workflow)
-    assert [kind for _, kind in events][-2:] == ["error", "status"]
+    assert [kind for _, kind in events] == ["message", "error", "run"]
     assert "tool registry exploded" in workflow.status_reason

@@ -119,26 +119,26 @@ def test_first_account_created_once_and_password_printed():
 
 def test_tool_limits_reach_the_tools(settings):
     """The fetch and crawl limits set for the site are the ones the web tools use."""
-    from workflows import agent
+    from workflows.execution import setup
     from workflows.tools.settings import ToolSettings
 
     settings.POWERON_FETCH_MAX_BYTES = 1024
     settings.POWERON_FETCH_TIMEOUT = 3
     settings.POWERON_CRAWL_MAX_PAGES = 4
     settings.POWERON_WEB_ENRICHMENT = False
-    loaded = ToolSettings.load(agent.tool_settings())
+    loaded = ToolSettings.load(setup.tool_settings())
     assert (loaded.fetch_max_bytes, loaded.fetch_timeout) == (1024, 3.0)
     assert (loaded.crawl_max_pages, loaded.web_enrichment) == (4, False)
 
 
 def test_invalid_tool_limits_leave_web_tools_out_with_the_reason(settings):
     """A limit out of range does not crash the chat: web search says why it is missing."""
-    from workflows import agent
+    from workflows.execution import setup
 
     settings.POWERON_SEARCH_PROVIDER = "searxng"
     settings.POWERON_SEARXNG_URL = "http://127.0.0.1:9"
     settings.POWERON_CRAWL_MAX_PAGES = 100_000
-    overview = {tool["name"]: tool for tool in agent.tool_overview()}
+    overview = {tool["name"]: tool for tool in setup.tool_overview()}
     assert not overview["web.search"]["available"]
     assert "crawl_max_pages" in overview["web.search"]["reason"]
 

@@ -4,10 +4,15 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.core.management import call_command
 from django.utils import timezone
 
 from workflows import services
+from workflows.engine.events import DeltaEvent, RoundEvent, StepEvent, TaskEvent
+from workflows.execution import recording
+from workflows.live import broadcast
 from workflows.models import ChatWorkflow
 
 pytestmark = pytest.mark.django_db
@@ -37,7 +42,7 @@ def test_restart_settles_every_cut_off_run(alice):
     assert idle.status == ChatWorkflow.Status.IDLE
     assert "cut off" in running.status_reason
     final = running.events.get()
-    assert (final.type, final.payload["final"], final.round) == ("status", True, 1)
+    assert (final.type, final.payload["status"], final.round) == ("run", "failed", 1)
     assert "Settled 2" in out.getvalue()
 
 
@@ -50,3 +55,36 @@ def test_stale_after_spares_runs_with_a_recent_heartbeat(alice):
     dead.refresh_from_db()
     assert alive.status == ChatWorkflow.Status.RUNNING
     assert dead.status == ChatWorkflow.Status.FAILED
+
+
+def test_settling_closes_the_open_work_of_the_cut_off_round(alice):
+    """The round, task and step a dead process left running are closed as failed, the
+    answer it was streaming is kept as a failed message, then the final status; every
+    stored event is broadcast to viewers."""
+    workflow = active(alice, ChatWorkflow.Status.RUNNING)
+    for event in [
+        RoundEvent(round=1, status="started", mode="react", model="m"),
+        TaskEvent(round=1, task=1, status="pending", objective="a"),
+        TaskEvent(round=1, task=1, status="running", objective="a"),
+        StepEvent(round=1, task=1, action=1, status="started", step=1),
+        DeltaEvent(round=1, key="round1_answer", text="Half an ans", offset=0),
+    ]:
+        recording.record(workflow.pk, event)
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(broadcast.viewers_group(workflow.pk), channel)
+
+    call_command("settle_runs", stdout=StringIO())
+
+    closing = [(e.type, e.payload.get("status")) for e in workflow.events.filter(seq__gt=5)]
+    assert closing == [
+        ("message", "failed"),
+        ("step", "failed"),
+        ("task", "failed"),
+        ("round", "failed"),
+        ("run", "failed"),
+    ]
+    answer = workflow.messages.get(role="assistant")
+    assert (answer.content, answer.status) == ("Half an ans", "failed")
+    received = [async_to_sync(layer.receive)(channel)["event"]["seq"] for _ in closing]
+    assert received == [6, 7, 8, 9, 10]

@@ -1,8 +1,8 @@
 """Template context shared by every page."""
 
-from . import agent
+from .execution import setup
 
 
 def model_status(request) -> dict[str, object]:
     """Whether a real model is configured, and its name, for the banner and the composer."""
-    return {"model_configured": agent.model_configured(), "model_name": agent.model_label()}
+    return {"model_configured": setup.model_configured(), "model_name": setup.model_label()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import live
+from .contract import Envelope
 from .models import ChatWorkflow
 
 
@@ -51,7 +51,7 @@ def workflow_as_json(workflow: ChatWorkflow) -> dict[str, Any]:
             }
             for d in workflow.documents.all()
         ],
-        "events": [live.event_as_json(e) for e in workflow.events.order_by("seq")],
+        "events": [Envelope.from_row(e).as_json() for e in workflow.events.order_by("seq")],
     }
 
 

@@ -6,6 +6,9 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
+from workflows.engine.contracts import DocumentRef
+from workflows.engine.state import MODES
+
 
 def default_max_steps() -> int:
     """The configured step limit, read when a workflow is created (not at import)."""
@@ -23,10 +26,7 @@ class ChatWorkflow(models.Model):
         COMPLETED = "completed", "Completed"
         FAILED = "failed", "Failed"
 
-    class Mode(models.TextChoices):
-        REACT = "react", "React"
-        ACTIONPLAN = "actionplan", "Actionplan"
-        REASONING = "reasoning", "Reasoning"
+    Mode = models.TextChoices("Mode", [(mode.upper(), (mode, mode.capitalize())) for mode in MODES])
 
     ACTIVE_STATUSES = (Status.RUNNING, Status.STOPPING)
 
@@ -150,6 +150,19 @@ class ChatDocument(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("workflows:document", args=[self.workflow_id, self.pk])
+
+    def as_ref(self) -> DocumentRef:
+        """The engine's view of this document (and the events')."""
+        return DocumentRef(
+            id=str(self.pk),
+            name=self.name,
+            mime=self.mime_type,
+            label=self.label,
+            size=self.size,
+            round=self.round,
+            source=self.source,  # type: ignore[arg-type]
+            source_url=self.source_url or None,
+        )
 
 
 class WorkflowEvent(models.Model):

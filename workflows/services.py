@@ -8,10 +8,13 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from django.core.files.base import ContentFile
-from django.db import models, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.text import get_valid_filename
+
+from workflows.contract import Envelope, payload_of
+from workflows.engine.events import MessageEvent
 
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
 
@@ -156,8 +159,9 @@ class WorkflowBusy(Exception):
 
 def round_open(
     *, workflow_id: int, owner, text: str, document_ids: list[int]
-) -> tuple[ChatWorkflow, ChatMessage]:
-    """Claim an idle workflow for a new round, store the user's message, attach its uploads.
+) -> tuple[ChatWorkflow, ChatMessage, Envelope]:
+    """Claim an idle workflow for a new round, store the user's message with its event, and
+    attach its uploads. The message is on record before any run starts.
 
     One run per workflow: the status update is a compare-and-set, so a second start loses.
     """
@@ -194,46 +198,22 @@ def round_open(
             round=workflow.current_round,
             message=message,
         )
-    return workflow, message
-
-
-def workflow_settle(*, workflow_id: int, status: str, reason: str = "") -> WorkflowEvent:
-    """Record how a run ended, as the workflow's status and as its final status event
-    (always called, also after a crash, a stop or a restart)."""
-    workflow = ChatWorkflow.objects.filter(pk=workflow_id)
-    with transaction.atomic():
-        workflow.update(status=status, status_reason=reason[:2000])
-        return event_append(
-            workflow_id=workflow_id,
-            type="status",
-            payload={"status": status, "reason": reason, "final": True},
-            round=workflow.values_list("current_round", flat=True).get(),
+        event = MessageEvent(
+            round=message.round,
+            key=f"user-{message.pk}",
+            role="user",
+            content=text,
+            messageId=message.pk,
+            documents=[document.as_ref() for document in message.documents.order_by("id")],
+            title=str(workflow),
         )
-
-
-def runs_settle_interrupted(*, older_than_seconds: int | None = None) -> list[int]:
-    """Settle runs cut off by a crash or restart: active, with no recent heartbeat.
-
-    With `older_than_seconds=None` every active run is settled (a single-process start,
-    where no run can be alive yet). Returns the workflows settled.
-    """
-    from datetime import timedelta
-
-    active = ChatWorkflow.objects.filter(status__in=ChatWorkflow.ACTIVE_STATUSES)
-    if older_than_seconds is not None:
-        cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-        active = active.filter(models.Q(heartbeat__lt=cutoff) | models.Q(heartbeat__isnull=True))
-    settled = []
-    for workflow in active:
-        status = (
-            ChatWorkflow.Status.STOPPED
-            if workflow.status == ChatWorkflow.Status.STOPPING
-            else ChatWorkflow.Status.FAILED
+        stored = event_append(
+            workflow_id=workflow.pk,
+            type=event.type,
+            payload=payload_of(event),
+            round=event.round,
         )
-        reason = "The run was cut off (the server stopped or crashed); what it did is kept."
-        workflow_settle(workflow_id=workflow.pk, status=status, reason=reason)
-        settled.append(workflow.pk)
-    return settled
+    return workflow, message, Envelope.from_row(stored)
 
 
 def workflow_delete(*, workflow: ChatWorkflow) -> None:

@@ -11,7 +11,8 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_POST
 
-from . import agent, exports, selectors, services
+from . import exports, selectors, services
+from .execution import setup
 from .forms import ConnectionForm, WorkflowCreateForm
 
 
@@ -54,7 +55,7 @@ def workflow_detail(request: HttpRequest, workflow_id: int) -> HttpResponse:
             "workflows": selectors.workflow_list(user=request.user),
             "messages_list": selectors.message_list(workflow=workflow),
             "form": WorkflowCreateForm(),
-            "tools": agent.tool_overview(
+            "tools": setup.tool_overview(
                 connection_kinds=selectors.connection_kinds(user=request.user)
             ),
         },

@@ -15,53 +15,57 @@
     return new WebSocket(u.toString());
   };
 
-  const seqOf = (text) => {
-    const m = /data-seq="(\d+)"/.exec(text.slice(0, 300));
-    return m ? parseInt(m[1], 10) : null;
-  };
-
-  function applyDelta(text) {
-    const holder = document.createElement("div");
+  // Every fragment starts with #event-meta: the event's seq, type and keys as data.
+  function metaOf(text) {
+    const holder = document.createElement("template");
     holder.innerHTML = text;
-    const t = holder.querySelector("template[data-delta]");
-    const key = t.dataset.key;
-    const offset = parseInt(t.dataset.offset, 10);
-    const piece = t.content.textContent;
+    const meta = holder.content.firstElementChild;
+    return meta && meta.id === "event-meta" ? meta : null;
+  }
+
+  function applyDelta(meta) {
+    const key = meta.dataset.key;
+    const offset = parseInt(meta.dataset.offset, 10);
+    const piece = meta.textContent;
     let target = document.getElementById("stream-" + key);
     if (!target) {
-      const answers = document.getElementById("answer-slot-" + t.dataset.round);
+      const answers = document.getElementById("answer-slot-" + meta.dataset.round);
       if (!answers) return;
-      answers.insertAdjacentHTML("beforeend",
-        '<article class="message message-assistant streaming" id="streaming-' + key + '"><header><small>Assistant · writing…</small></header>' +
-        '<div class="content stream" id="stream-' + key + '"></div></article>');
+      const article = document.createElement("article");
+      article.className = "message message-assistant streaming";
+      article.id = "streaming-" + key;
+      article.innerHTML = '<header><small>Assistant · writing…</small></header><div class="content stream"></div>';
+      article.querySelector(".stream").id = "stream-" + key;
+      answers.appendChild(article);
       target = document.getElementById("stream-" + key);
     }
     const have = streamed[key] || 0;
     if (offset + piece.length <= have) return; // already shown
-    const fresh = piece.slice(Math.max(0, have - offset));
-    if (offset > have) return; // a gap: the stored, coalesced delta will fill it
-    target.appendChild(document.createTextNode(fresh));
-    streamed[key] = have + fresh.length;
+    if (offset > have) return; // a gap: the stored, coalesced delta fills it
+    target.appendChild(document.createTextNode(piece.slice(have - offset)));
+    streamed[key] = offset + piece.length;
   }
 
   chat.addEventListener("htmx:wsBeforeMessage", function (evt) {
-    const text = evt.detail.message;
-    const seq = seqOf(text);
+    const meta = metaOf(evt.detail.message);
+    if (!meta) return;
+    const seq = meta.dataset.seq ? parseInt(meta.dataset.seq, 10) : null;
     if (seq !== null) {
       if (seq <= lastSeq) { evt.preventDefault(); return; }
       lastSeq = seq;
       chat.dataset.lastSeq = String(seq);
     }
-    const final = /data-final-key="([^"]+)"/.exec(text);
-    if (final) {
-      const streaming = document.getElementById("streaming-" + final[1]);
-      if (streaming) streaming.remove();
-    }
-    if (text.indexOf("<template data-delta") !== -1 && text.indexOf("<template data-delta") < 300) {
+    if (meta.dataset.type === "delta") {
       evt.preventDefault();
-      applyDelta(text);
+      applyDelta(meta);
       scrollDown();
+      return;
     }
+    if (meta.dataset.type === "message" && meta.dataset.key) {
+      const streaming = document.getElementById("streaming-" + meta.dataset.key);
+      if (streaming) streaming.remove(); // the complete message replaces what was streamed
+    }
+    if (meta.dataset.role === "user") sendConfirmed();
   });
 
   chat.addEventListener("htmx:wsAfterMessage", scrollDown);
@@ -105,14 +109,14 @@
       form.classList.add("answered");
     }
   });
-  chat.addEventListener("htmx:wsAfterMessage", function (evt) {
-    if (!pendingSend || evt.detail.message.indexOf('class="message message-user"') === -1) return;
+  function sendConfirmed() {
+    if (!pendingSend) return;
     pendingSend = false;
     const composer = document.getElementById("composer");
     if (composer) composer.reset();
     const chips = document.getElementById("attachments");
     if (chips) chips.innerHTML = "";
-  });
+  }
 
   // Ctrl+Enter (or Cmd+Enter) sends.
   const textarea = document.querySelector("#composer textarea");

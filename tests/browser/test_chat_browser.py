@@ -62,6 +62,14 @@ def app_url(model, tmp_path) -> Iterator[str]:
         shutil.copy(app.logs[0], ARTIFACTS / "daphne.log")
 
 
+OOB_WATCH = """
+window.__oobMisses = [];
+document.addEventListener("htmx:oobErrorNoTarget", (e) => {
+  window.__oobMisses.push(e.detail.content.id || e.detail.content.outerHTML.slice(0, 80));
+});
+"""
+
+
 @pytest.fixture
 def page(app_url):
     require_chromium()
@@ -73,6 +81,7 @@ def page(app_url):
         context = browser.new_context(
             viewport={"width": 1280, "height": 900}, accept_downloads=True
         )
+        context.add_init_script(OOB_WATCH)  # every out-of-band swap must find its target
         page = context.new_page()
         page.set_default_timeout(20_000)
         try:
@@ -128,7 +137,7 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
 
     # Steps appear one at a time while the answer is still to come.
     page.wait_for_selector("#step-1-1-1")
-    assert page.locator("[data-final-key]").count() == 0
+    assert page.locator("#answer-round1_answer").count() == 0
     page.wait_for_selector("#step-1-1-1-observe .badge-success")
     page.screenshot(path=ARTIFACTS / "02-first-step.png")
     assert page.locator("#step-1-1-2").count() == 0
@@ -137,16 +146,18 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     page.reload()
     page.wait_for_selector("#connection[data-state=live]")
     page.wait_for_selector("#step-1-1-1")
-    page.wait_for_selector("[data-final-key]")
+    page.wait_for_selector("#answer-round1_answer")
     page.wait_for_selector("#wf-status[data-status=completed]")
     assert page.locator(".step").count() == 2
     assert page.locator("#timeline .message-user").count() == 1
-    assert ANSWER in page.inner_text("[data-final-key]")
+    assert ANSWER in page.inner_text("#answer-round1_answer")
+    # The answer links the documents that really exist, from the host.
+    assert "notes_report.pdf" in page.inner_text("#answer-round1_answer .answer-documents")
     page.locator("#timeline").evaluate("el => el.scrollTop = 0")
     page.screenshot(path=ARTIFACTS / "03-completed.png")
 
     # The report downloads.
-    link = page.locator("a.doc-link", has_text="notes_report.md")
+    link = page.locator("#answer-round1_answer a.doc-link", has_text="notes_report.md")
     with page.expect_download() as download_info:
         link.click()
     report = Path(download_info.value.path()).read_text()
@@ -208,6 +219,90 @@ def test_at_max_steps_the_page_asks_and_continues(page, app_url, model, tmp_path
     page.click("form.ask button:has-text('Continue')")
     page.wait_for_selector("#step-1-1-2")
     page.wait_for_selector("#wf-status[data-status=completed]")
-    assert page.locator("form.ask button").first.is_disabled()
+    assert "continued for 1 more step" in page.inner_text(".ask-answer")
+    assert page.locator("form.ask").count() == 0  # answered for every viewer
     assert page.inner_text("#wf-title") == "Summarise my notes"  # named by its first message
     page.screenshot(path=ARTIFACTS / "05-asked-and-continued.png")
+
+
+STILL_GOING = "/\\b(running|started|pending)\\b|writing…|choosing an action…/i"
+
+
+def settled_everywhere(page) -> None:
+    """Nothing on the page says a run is going, and no swap missed its target."""
+    text = page.evaluate("() => document.body.innerText")
+    still = page.evaluate(f"(t) => (t.match({STILL_GOING}) || [])[0] || ''", text)
+    assert still == "", f"the page still says {still!r} after the run ended"
+    states = page.eval_on_selector_all("[data-state]", "els => els.map(e => e.dataset.state)")
+    assert not {"running", "started", "pending"} & set(states), states
+    assert page.evaluate("() => window.__oobMisses") == []
+
+
+def sign_in_to_new_workflow(page, app_url) -> None:
+    page.goto(app_url)
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.click("text=Create")
+    page.wait_for_selector("#connection[data-state=live]")
+
+
+def send(page, text: str) -> None:
+    page.fill("textarea[name=text]", text)
+    page.click("#send-button")
+
+
+def test_failures_and_a_stop_show_in_their_steps_and_every_badge_settles(page, app_url, model):
+    """A Stage-1 failure, a Stage-2 failure and a stop each show inside their step, in plain
+    words; after each end, and after a reload, nothing on the page says running."""
+    sign_in_to_new_workflow(page, app_url)
+
+    # Round 1: the model never writes a valid action selection; its review claims success.
+    model.add(taskplan("Find the figures"), "not json", '{"action": 42}', review("success"))
+    send(page, "Find the figures")
+    page.wait_for_selector("#wf-status[data-status=failed]")
+    errors = page.locator("#step-1-1-1-errors .error")
+    assert errors.count() == 2
+    assert "answer for the action selection was not valid" in errors.nth(0).inner_text()
+    assert "Asking the model once more" in errors.nth(0).inner_text()
+    assert page.get_attribute("#step-1-1-1-badge", "data-state") == "failed"
+    assert "no valid action selection" in page.inner_text("#step-1-1-1-end")
+    assert page.get_attribute("#task-1-1-status", "data-state") == "failed"
+    answer = page.inner_text("#answer-round1_answer")
+    assert "I could not complete this request. No step succeeded." in answer
+    settled_everywhere(page)
+    page.screenshot(path=ARTIFACTS / "06-failed-selection.png")
+
+    # Round 2: Stage 2 leaves out a required parameter twice.
+    think = select(
+        "ai.process",
+        parametersSchema={"fields": [{"name": "aiPrompt", "type": "string", "required": True}]},
+    )
+    model.add(taskplan("Think it over"), think, params(), params(), review("failed"))
+    send(page, "Think it over")
+    page.wait_for_selector("#round-2-status.status-failed")
+    stage_two = page.inner_text("#step-2-1-1-errors")
+    assert "answer for the action parameters was not valid: aiPrompt: Field required" in stage_two
+    assert "errors.pydantic.dev" not in stage_two and "**" not in page.inner_text("#round-2")
+    assert page.get_attribute("#step-2-1-1-badge", "data-state") == "failed"
+    settled_everywhere(page)
+
+    # Round 3: stopped while the model chooses the first action.
+    model.add(taskplan("Take your time"), FakeReply(content=json.dumps(select()), delay=60))
+    send(page, "Take your time")
+    page.wait_for_selector("#step-3-1-1-badge[data-state=running]")
+    page.click("#stop-button")
+    page.wait_for_selector("#wf-status[data-status=stopped]")
+    assert page.get_attribute("#step-3-1-1-badge", "data-state") == "stopped"
+    assert page.get_attribute("#task-3-1-status", "data-state") == "stopped"
+    assert "Stopped by the user." in page.inner_text("#step-3-1-1-end")
+    settled_everywhere(page)
+    page.screenshot(path=ARTIFACTS / "07-stopped.png")
+
+    # After a reload the replayed page is just as settled.
+    page.reload()
+    page.wait_for_selector("#connection[data-state=live]")
+    page.wait_for_selector("#round-3-status.status-stopped")
+    settled_everywhere(page)
+    page.locator("#timeline").evaluate("el => el.scrollTop = 0")
+    page.screenshot(path=ARTIFACTS / "08-reloaded-failed-and-stopped.png")

@@ -26,7 +26,7 @@ def _local_models_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def make_state(**overrides: Any) -> RoundState:
     """A round state for one round of workflow 1."""
-    values: dict[str, Any] = {"workflow_id": 1, "round": 1, "prompt": "Tell me about PowerOn."}
+    values: dict[str, Any] = {"round": 1, "prompt": "Tell me about PowerOn."}
     values.update(overrides)
     return RoundState(**values)
 

@@ -45,9 +45,7 @@ _open: list[OpenAICompatibleLLM] = []
 
 
 def client(url: str, **options) -> OpenAICompatibleLLM:
-    llm = OpenAICompatibleLLM(
-        base_url=url, api_key="sk-test", model="fake-model", backoff=0.01, **options
-    )
+    llm = OpenAICompatibleLLM(base_url=url, api_key="sk-test", model="fake-model", **options)
     _open.append(llm)
     return llm
 
@@ -110,23 +108,68 @@ async def test_invalid_output_carries_the_message_raw_text_and_usage(fake_openai
     assert caught.value.usage is not None and caught.value.usage.prompt_tokens == 100
 
 
+FAST = {"retry-after-ms": "5"}
+"""The SDK honours Retry-After: tests ask it to retry at once."""
+
+
 async def test_transient_errors_are_retried_with_backoff(fake_openai) -> None:
-    fake_openai.add(FakeReply(status=503, error="busy"), FakeReply(status=429, error="slow"), "hi")
+    """The SDK's own retries take 5xx and 429 answers, waiting as the server asks."""
+    fake_openai.add(
+        FakeReply(status=503, error="busy", headers=FAST),
+        FakeReply(status=429, error="slow", headers=FAST),
+        "hi",
+    )
     text = await client(fake_openai.url, max_retries=2).complete_text(MESSAGES, kind="final")
     assert text.text == "hi" and len(fake_openai.requests) == 3
 
 
 async def test_the_last_failure_is_model_unavailable(fake_openai) -> None:
-    fake_openai.add(*[FakeReply(status=500, error="down")] * 2)
-    with pytest.raises(ModelUnavailable):
+    fake_openai.add(*[FakeReply(status=500, error="down", headers=FAST)] * 2)
+    with pytest.raises(ModelUnavailable) as caught:
         await client(fake_openai.url, max_retries=1).complete_text(MESSAGES, kind="final")
     fake_openai.assert_complete()
+    assert caught.value.cause == "server"
+    assert "failed (500" in str(caught.value) and "tried 2 times" in str(caught.value)
 
 
 async def test_an_unreachable_server_is_model_unavailable() -> None:
-    llm = client("http://127.0.0.1:9/v1", max_retries=0)
-    with pytest.raises(ModelUnavailable):
+    """The failure names the server and, with the host's advice, the setting to fix."""
+    advice = {"unreachable": "Check POWERON_LLM_BASE_URL."}
+    llm = client("http://127.0.0.1:9/v1", max_retries=0, advice=advice)
+    with pytest.raises(ModelUnavailable) as caught:
         await llm.complete_text(MESSAGES, kind="final")
+    assert str(caught.value) == (
+        "The model server at 127.0.0.1:9 could not be reached. Check POWERON_LLM_BASE_URL."
+    )
+    assert caught.value.cause == "unreachable"
+
+
+@pytest.mark.parametrize(
+    ("status", "cause", "says"),
+    [
+        (401, "auth", "refused the API key (401)"),
+        (404, "model", "does not serve the model 'fake-model' (404)"),
+        (422, "refused", "refused the request (422: bad things)"),
+    ],
+)
+async def test_refusals_say_what_to_fix(fake_openai, status, cause, says) -> None:
+    """A refusal is one readable sentence, the advice for its cause after it; no retries."""
+    fake_openai.add(FakeReply(status=status, error="bad things"))
+    llm = client(fake_openai.url, advice={cause: f"Fix the {cause}."})
+    with pytest.raises(ModelUnavailable) as caught:
+        await llm.complete_text(MESSAGES, kind="final")
+    assert caught.value.cause == cause
+    assert says in str(caught.value) and str(caught.value).endswith(f"Fix the {cause}.")
+    fake_openai.assert_complete()
+
+
+async def test_invalid_output_is_described_without_links(fake_openai) -> None:
+    """Validation problems read as `field: problem`, without pydantic's documentation URLs."""
+    fake_openai.add('{"decision": "perhaps"}')
+    with pytest.raises(InvalidModelOutput) as caught:
+        await client(fake_openai.url).complete(MESSAGES, output=RefinementDecision, kind="refine")
+    assert str(caught.value).startswith("decision: Input should be 'continue' or 'stop'")
+    assert "errors.pydantic.dev" not in str(caught.value)
 
 
 async def test_streaming_yields_deltas_then_usage(fake_openai) -> None:

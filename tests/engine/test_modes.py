@@ -34,8 +34,17 @@ async def test_actionplan_plans_upfront_then_executes_with_the_same_events(store
     events = await collect(make_state(mode="actionplan"), llm, store=store)
     llm.assert_complete()
     assert [c.kind for c in llm.calls] == ["taskplan", "actionplan", "review", "final"]
-    types = [e.type for e in events if e.task == 1 and e.action == 2]
-    assert types == ["plan", "act", "document", "observe", "message"]
+    plan = of(events, "actionplan")[0]
+    assert [s.action for s in plan.actions] == ["document.extract", "document.generateReport"]
+    assert events.index(plan) < events.index(of(events, "plan")[0])  # shown before it runs
+    types = [e.type for e in events if e.task == 1 and e.action == 2 and e.type != "usage"]
+    assert types == ["step", "plan", "act", "document", "observe", "message", "step"]
+    closed = [s for s in of(events, "step") if s.status != "started"]
+    assert [(s.status, s.method) for s in closed] == [
+        ("success", "document.extract"),
+        ("success", "document.generateReport"),
+    ]
+    assert all(s.durationMs >= 0 and s.tokens >= 0 for s in closed)
     labels = [e.document.label for e in of(events, "document")]
     assert labels == ["round1_task1_action1_extract", "round1_task1_action2_report"]
     assert of(events, "status")[0].code == "plan_complete"
@@ -45,13 +54,15 @@ async def test_actionplan_plans_upfront_then_executes_with_the_same_events(store
 async def test_actionplan_rejects_a_plan_with_a_denied_action_or_bad_parameters() -> None:
     bad_action = {"actions": [planned("web.teleport", "x", query="q")]}
     bad_params = {"actions": [planned("web.search", "x", documentList=["docList:y"], query="q")]}
-    llm = ScriptedLLM([taskplan("t"), bad_action, bad_params, review("failed"), "no"])
+    llm = ScriptedLLM([taskplan("t"), bad_action, bad_params, review("failed")])
     events = await collect(make_state(mode="actionplan"), llm)
     llm.assert_complete()
     errors = of(events, "error")
     assert "'web.teleport' is not allowed" in errors[0].message and errors[0].retrying
     assert "documentList" in errors[1].message and not errors[1].retrying
     assert of(events, "status")[0].code == "step_failed"
+    assert [s.status for s in of(events, "step")] == ["started", "failed"]
+    assert events[-1].status == "failed"
 
 
 async def test_actionplan_stops_at_the_first_failed_action() -> None:
@@ -109,7 +120,9 @@ async def test_reasoning_asks_to_continue_at_its_thought_limit() -> None:
     llm = ScriptedLLM([thought("a", True), thought("b", True), thought("c", False)])
     controls = AutoControls(extra_steps=[1])
     events = await collect(make_state(mode="reasoning", max_steps=1), llm, controls=controls)
-    assert len(of(events, "ask")) == 1 and len(of(events, "thought")) == 3
+    asks = of(events, "ask")
+    assert [(a.status, a.granted) for a in asks] == [("waiting", 0), ("answered", 1)]
+    assert len(of(events, "thought")) == 3
 
 
 # --- the demo model ---------------------------------------------------------------------------

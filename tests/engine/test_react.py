@@ -30,17 +30,22 @@ def user_text(call) -> str:
 
 
 async def test_a_round_runs_plan_act_observe_refine_in_order() -> None:
-    """One step emits plan, act, document, observe, message and refine, in that order."""
+    """A step opens before its first model call, then plan, act, document, observe, message
+    and refine, and closes with its telemetry."""
     llm = one_search_round()
     events = await collect(make_state(), llm)
     llm.assert_complete()
     types = [e.type for e in events if e.type not in {"usage", "delta"}]
     assert types == [
         "round", "taskplan", "task", "task",
-        "plan", "act", "document", "observe", "message", "refine", "status",
+        "step", "plan", "act", "document", "observe", "message", "refine", "step", "status",
         "review", "task", "message", "round",
     ]  # fmt: skip
     assert events[-1].status == "completed"
+    opened, closed = of(events, "step")
+    assert (opened.status, opened.step, opened.action) == ("started", 1, 1)
+    assert (closed.status, closed.method) == ("success", "web.search")
+    assert closed.tokens > 0 and closed.durationMs >= 0
 
 
 async def test_stage_one_prompt_has_the_context_and_asks_for_no_parameter_values(store) -> None:
@@ -189,7 +194,7 @@ async def test_unknown_document_references_and_connections_are_rejected(store) -
             select(requiredConnection="nope"),
         ]
     )
-    llm.add(review("failed"), "sorry")
+    llm.add(review("failed"))
     events = await collect(make_state(), llm, store=store)
     llm.assert_complete()
     kinds = [(e.kind, e.retrying) for e in of(events, "error")]
@@ -197,16 +202,20 @@ async def test_unknown_document_references_and_connections_are_rejected(store) -
 
 
 async def test_two_invalid_selections_fail_the_step_visibly_and_the_review_decides() -> None:
-    """After the one corrective retry the step fails: error, failed message, review."""
-    llm = ScriptedLLM(
-        [taskplan("t"), "not json at all", {"action": 42}, review("failed"), "I could not do it."]
-    )
+    """After the one corrective retry the step fails inside its step: errors, the failed
+    action record, the step closed as failed with its reason, the task and round failed."""
+    llm = ScriptedLLM([taskplan("t"), "not json at all", {"action": 42}, review("failed")])
     events = await collect(make_state(), llm)
     llm.assert_complete()
     errors = of(events, "error")
     assert [e.retrying for e in errors] == [True, False]
+    assert all((e.task, e.action) == (1, 1) for e in errors)  # inside the step
+    assert errors[0].message.startswith("The model's answer for the action selection was not")
+    assert "errors.pydantic.dev" not in errors[1].message
     failed = [m for m in of(events, "message") if m.role == "action"]
     assert failed and failed[0].status == "failed" and failed[0].success is False
+    closed = of(events, "step")[-1]
+    assert closed.status == "failed" and "no valid action selection" in closed.reason
     assert of(events, "status")[0].code == "step_failed"
     assert of(events, "review")[0].status == "failed"
     assert of(events, "task")[-1].status == "failed"
@@ -255,11 +264,16 @@ async def test_stage_two_is_validated_against_the_real_parameter_model() -> None
 
 async def test_two_invalid_parameter_answers_fail_the_step() -> None:
     """Stage 2 also gets exactly one corrective retry."""
-    llm = ScriptedLLM([taskplan("t"), select(), params(), params(), review("failed"), "no"])
+    llm = ScriptedLLM([taskplan("t"), select(), params(), params(), review("failed")])
     events = await collect(make_state(), llm)
     llm.assert_complete()
-    assert [e.retrying for e in of(events, "error")] == [True, False]
+    errors = of(events, "error")
+    assert [e.retrying for e in errors] == [True, False]
+    assert errors[0].message == (
+        "The model's answer for the action parameters was not valid: query: Field required"
+    )
     assert of(events, "status")[0].code == "step_failed"
+    assert of(events, "step")[-1].status == "failed"
 
 
 async def test_the_schema_is_reconciled_with_the_real_parameters() -> None:
@@ -287,7 +301,7 @@ async def test_documents_are_stored_under_the_deterministic_label() -> None:
     assert of(events, "observe")[0].observation.resultLabel == "round3_task1_action1_search"
     message = [m for m in of(events, "message") if m.role == "action"][0]
     assert message.documentsLabel == "round3_task1_action1_search"
-    assert message.documents == [f"docItem:{document.id}:{document.name}"]
+    assert message.documents == [document]
 
 
 async def test_each_action_message_carries_a_short_summary() -> None:
@@ -359,8 +373,8 @@ async def test_every_model_call_reports_its_usage() -> None:
     events = await collect(make_state(), one_search_round())
     kinds = [u.kind for u in of(events, "usage")]
     assert kinds == ["taskplan", "select", "parameters", "refine", "review", "final"]
-    refine = of(events, "refine")[0]
-    assert refine.tokens > 0 and refine.durationMs >= 0
+    step = of(events, "step")[-1]
+    assert step.tokens > 0 and step.durationMs >= 0
 
 
 async def test_a_tool_crash_becomes_a_visible_failed_step() -> None:

@@ -104,12 +104,35 @@ async def test_stop_when_the_time_budget_is_spent() -> None:
 
 
 async def test_an_unreachable_model_fails_the_round_visibly() -> None:
-    llm = ScriptedLLM([taskplan("t"), ModelUnavailable("connection refused")])
+    """One error says what failed; what was open is closed; the answer says so briefly."""
+    llm = ScriptedLLM([taskplan("t"), ModelUnavailable("The model server at x refused.")])
     events = await collect(make_state(), llm)
-    assert of(events, "error")[0].kind == "model"
-    assert codes(events) == ["model_unavailable"]
+    errors = of(events, "error")
+    assert [(e.kind, e.message) for e in errors] == [("model", "The model server at x refused.")]
+    assert codes(events) == []  # said once, by the error
+    assert [(s.status, s.step) for s in of(events, "step")] == [("started", 1), ("failed", 1)]
+    assert of(events, "task")[-1].status == "failed"
+    answer = of(events, "message")[-1]
+    assert answer.role == "assistant" and answer.status == "failed"
+    assert "model is unavailable" in answer.content
     assert events[-1].type == "round" and events[-1].status == "failed"
-    assert "connection refused" in events[-1].reason
+    assert events[-1].reason == "The model is unavailable."
+
+
+async def test_a_model_lost_mid_answer_keeps_the_partial_answer() -> None:
+    """The answer streamed so far becomes the failed answer; no second answer follows."""
+
+    class BreaksOff(ScriptedLLM):
+        async def stream_text(self, messages, *, kind):
+            yield "The first half"
+            raise ModelUnavailable("The model server at x broke off its answer.")
+
+    llm = BreaksOff([taskplan("t"), select(), params(query="q"), stop(), review()])
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    answers = [m for m in of(events, "message") if m.role == "assistant"]
+    assert [(a.content, a.status) for a in answers] == [("The first half", "failed")]
+    assert events[-1].status == "failed"
 
 
 async def test_review_retry_runs_the_task_again_with_the_improvements() -> None:

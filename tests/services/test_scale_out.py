@@ -11,6 +11,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
+from tests.live import is_final as final
 from tests.support.apps import PASSWORD, AppProcesses, app_env
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
 from tests.support.replies import select, taskplan
@@ -98,7 +99,7 @@ async def test_viewer_on_one_process_sees_and_stops_a_run_on_the_other(cluster):
         while not seen or seen[-1]["type"] != "plan":
             seen.append(json.loads(await asyncio.wait_for(viewer.recv(), 20)))
         await viewer.send(json.dumps({"action": "stop"}))
-        while not (seen[-1]["type"] == "status" and seen[-1]["payload"].get("final")):
+        while not final(seen[-1]):
             seen.append(json.loads(await asyncio.wait_for(viewer.recv(), 20)))
     seqs = [event["seq"] for event in seen if event["seq"] is not None]
     assert seqs == list(range(1, len(seqs) + 1))
@@ -112,10 +113,6 @@ async def run_until(socket, predicate) -> list[dict]:
     while not events or not predicate(events[-1]):
         events.append(json.loads(await asyncio.wait_for(socket.recv(), 20)))
     return events
-
-
-def final(event) -> bool:
-    return event["type"] == "status" and bool(event["payload"].get("final"))
 
 
 async def test_worker_runs_the_round_and_the_web_process_streams_it(worker_cluster):
@@ -150,5 +147,4 @@ async def test_stopping_a_worker_settles_its_runs(worker_cluster):
     assert events[-1]["payload"] == {
         "status": "stopped",
         "reason": "Interrupted: the server stopped.",
-        "final": True,
     }

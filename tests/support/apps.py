@@ -63,15 +63,18 @@ class AppProcesses:
         command = [sys.executable, "manage.py", *args]
         subprocess.run(command, cwd=ROOT, env=self.env, check=True, capture_output=True)
 
-    def start(self, command: list[str]) -> subprocess.Popen:
+    def start(self, command: list[str], **env: str) -> subprocess.Popen:
         self.logs.append(self.tmp_path / f"process-{len(self.logs)}.log")
         with self.logs[-1].open("wb") as log:
-            process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=log)
+            process = subprocess.Popen(
+                command, cwd=ROOT, env={**self.env, **env}, stdout=log, stderr=log
+            )
         self.processes.append(process)
         return process
 
-    def web(self) -> int:
-        """A Daphne process; returns its port once it listens."""
+    def web(self, **env: str) -> int:
+        """A Daphne process (`env` overrides the shared environment); its port once it
+        listens."""
         port = free_port()
         process = self.start(
             [
@@ -83,7 +86,8 @@ class AppProcesses:
                 "-p",
                 str(port),
                 "poweron.asgi:application",
-            ]
+            ],
+            **env,
         )
         wait_for_port(port, process)
         return port

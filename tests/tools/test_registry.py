@@ -59,13 +59,13 @@ def test_without_provider_search_tools_are_left_out_with_a_reason():
     reasons = registry.unavailable()
     assert set(reasons) == {"web.search", "web.scrape"}
     assert "No search provider is configured" in reasons["web.search"]
-    assert "search_provider" in reasons["web.scrape"]
+    assert "POWERON_SEARCH_PROVIDER" in reasons["web.scrape"]
 
 
 def test_searxng_without_url_is_unavailable():
-    """SearXNG selected but no URL: the reason names searxng_url."""
+    """SearXNG selected but no URL: the reason names the setting to set."""
     reasons = ToolRegistry({"search_provider": "searxng"}).unavailable()
-    assert "searxng_url is not set" in reasons["web.search"]
+    assert "POWERON_SEARXNG_URL is not set" in reasons["web.search"]
 
 
 def test_tavily_with_a_key_is_available():
@@ -77,7 +77,7 @@ def test_tavily_with_a_key_is_available():
 def test_tavily_without_key_or_connection_is_unavailable():
     """Tavily selected with neither a key nor the user's connection is explained."""
     reasons = ToolRegistry({"search_provider": "tavily"}).unavailable()
-    assert "no API key is set (tavily_api_key)" in reasons["web.search"]
+    assert "no API key is set (POWERON_TAVILY_API_KEY)" in reasons["web.search"]
     assert "Tavily connection" in reasons["web.search"]
 
 

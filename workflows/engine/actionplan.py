@@ -14,54 +14,56 @@ from .actions import (
     record_step,
     task_text,
 )
-from .contracts import Message
-from .core import Out, Rejected, Run, TaskRun, ask
+from .contracts import describe_error
+from .core import Out, Rejected, RoundContext, TaskState, ask
 from .defaults import DefaultsContext
-from .events import ActEvent, Event, PlanEvent, Position
-from .guards import allowed_tools
-from .prompts import (
-    build,
-    fit_history,
-    render_catalog,
-    render_connections,
-    render_documents,
-    render_list,
-)
+from .events import ActEvent, ActionPlanEvent, Event, PlanEvent, PlannedStep
 from .schemas import ActionPlan, ActionSelection, Observation, PlannedAction
+from .selection import selection_messages, task_tools
 
 Planned = list[tuple[PlannedAction, Prepared]]
 
 
-async def run_task(run: Run, task: TaskRun) -> AsyncIterator[Event]:
-    """Plan every action of the task with its parameters, then run them in order."""
+async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
+    """Plan every action of the task with its parameters, show the plan, then run it."""
     planned: Out[Planned] = Out()
-    async for event in plan_actions(run, task, planned):
+    async for event in plan_actions(ctx, task, planned):
         yield event
     if planned.value is None:
-        number = task.next_action()
+        step, opened = ctx.begin_step(task, 1)
+        yield opened
         reason = "No valid action plan after one corrective retry."
-        observation = failed_observation(run, task, number, reason)
-        async for event in record_step(run, task, number, None, observation, status="failed"):
+        observation = failed_observation(ctx, step, reason)
+        async for event in record_step(ctx, step, None, observation, status="failed"):
             yield event
+        yield ctx.end_step(step, reason=reason)
         task.stop_code, task.stop_reason = "step_failed", reason
-        yield run.status("step_failed", reason, task=task.number, action=number)
+        yield ctx.status("step_failed", reason, task=task.number, action=step.action)
         return
-    for step, (action, prepared) in enumerate(planned.value, start=1):
-        if exhausted := run.budget.exhausted():
+    yield ActionPlanEvent(
+        round=ctx.round,
+        task=task.number,
+        actions=[
+            PlannedStep(action=a.action, objective=a.actionObjective) for a, _ in planned.value
+        ],
+    )
+    for number, (action, prepared) in enumerate(planned.value, start=1):
+        if exhausted := ctx.budget.exhausted():
             task.stop_code, task.stop_reason = exhausted
-            yield run.status(*exhausted, task=task.number)
+            yield ctx.status(*exhausted, task=task.number)
             return
-        number = task.next_action()
-        where = Position(round=run.round, task=task.number, action=number)
+        step, opened = ctx.begin_step(task, number)
+        step.method = action.action
+        yield opened
         selection = ActionSelection(
             action=action.action,
             actionObjective=action.actionObjective,
             requiredInputDocuments=action.requiredInputDocuments,
             requiredConnection=action.requiredConnection,
         )
-        yield PlanEvent(**where, selection=selection, step=step)
+        yield PlanEvent(**step.position(), selection=selection, step=number)
         yield ActEvent(
-            **where,
+            **step.position(),
             method=action.action,
             parameters=prepared.values,
             defaultsApplied=prepared.applied,
@@ -78,73 +80,64 @@ async def run_task(run: Run, task: TaskRun) -> AsyncIterator[Event]:
             label=action.resultLabel,
         )
         observed: Out[Observation] = Out()
-        async for event in execute_action(run, task, number, call, observed):
+        async for event in execute_action(ctx, step, call, observed):
             yield event
+        yield ctx.end_step(step)
         if observed.value is None or not observed.value.success:
             task.stop_code = "step_failed"
-            task.stop_reason = f"Action {number} ({action.action}) failed; the plan stops here."
-            yield run.status("step_failed", task.stop_reason, task=task.number, action=number)
+            task.stop_reason = (
+                f"Action {step.action} ({action.action}) failed; the plan stops here."
+            )
+            yield ctx.status("step_failed", task.stop_reason, task=task.number, action=step.action)
             return
     task.stop_code, task.stop_reason = "plan_complete", "Every planned action ran."
-    yield run.status("plan_complete", task.stop_reason, task=task.number)
+    yield ctx.status("plan_complete", task.stop_reason, task=task.number)
 
 
-async def plan_actions(run: Run, task: TaskRun, out: Out[Planned]) -> AsyncIterator[Event]:
+async def plan_actions(
+    ctx: RoundContext, task: TaskState, out: Out[Planned]
+) -> AsyncIterator[Event]:
     """Ask for the action list; every action and its parameters are checked before any runs."""
-    tools = allowed_tools(run.state.policy, task.item.taskType, run.tools.tools())
+    tools = task_tools(ctx, task)
     names = {tool.name for tool in tools}
-    limit = run.state.max_steps
+    limit = ctx.state.max_steps
 
     def check(plan: ActionPlan) -> Planned:
         if len(plan.actions) > limit:
             raise Rejected(f"the plan has {len(plan.actions)} actions; at most {limit} are allowed")
         checked: Planned = []
         for index, action in enumerate(plan.actions, start=1):
-            tool = find_tool(run, action.action)
+            tool = find_tool(ctx, action.action)
             if action.action not in names or tool is None:
                 raise Rejected(
                     f"action {index}: {action.action!r} is not allowed for this task; choose one "
                     "of: " + ", ".join(sorted(names))
                 )
             defaults = DefaultsContext(
-                language=run.state.language,
+                language=ctx.state.language,
                 task_type=task.item.taskType,
-                text=task_text(run, task, action.actionObjective),
+                text=task_text(ctx, task, action.actionObjective),
             )
             try:
                 prepared = prepare_parameters(tool, action.parameters, defaults)
             except ValueError as error:
                 raise Rejected(
-                    f"action {index} ({action.action}): {error}", kind="validation"
+                    f"action {index} ({action.action}): {describe_error(error)}", kind="validation"
                 ) from error
             checked.append((action, prepared))
         return checked
 
-    def with_history(history: str) -> list[Message]:
-        return build(
-            "actionplan",
-            max_steps=limit,
-            round=run.round,
-            task=task.number,
-            first_action=task.actions + 1,
-            prompt=run.state.prompt,
-            objective=task.item.objective,
-            criteria=task.criteria(),
-            catalog=render_catalog(tools),
-            documents=render_documents(run.store.index()),
-            connections=render_connections(run.state.connections),
-            learnings=render_list(run.learnings),
-            history=history,
-        )
-
-    messages = fit_history(
-        with_history,
-        run.history(exclude_task=task.number),
-        run.round,
-        history_chars=run.state.caps.history_chars,
-        limit=run.state.caps.prompt_chars,
+    messages = selection_messages(
+        ctx,
+        task,
+        "actionplan",
+        tools=tools,
+        max_steps=limit,
+        round=ctx.round,
+        task=task.number,
+        first_action=task.actions + 1,
     )
     async for event in ask(
-        run, messages, output=ActionPlan, kind="actionplan", out=out, check=check, task=task.number
+        ctx, messages, output=ActionPlan, kind="actionplan", out=out, check=check, task=task.number
     ):
         yield event

@@ -21,7 +21,7 @@ from .contracts import (
     resolve_references,
     result_label,
 )
-from .core import Out, Rejected, Run, StepRecord, TaskRun
+from .core import Out, Rejected, RoundContext, Step, StepRecord, TaskState
 from .defaults import DefaultsContext, apply_defaults
 from .events import (
     ApprovalEvent,
@@ -30,7 +30,6 @@ from .events import (
     Event,
     MessageEvent,
     ObserveEvent,
-    Position,
 )
 from .guards import UnsafeParameter, needs_approval, sanitize_parameters
 from .observe import build_observation, render_observation_markdown, summarize
@@ -38,9 +37,9 @@ from .schemas import FORBIDDEN_PARAMETER_NAMES, Observation
 from .state import HistoryEntry
 
 
-def find_tool(run: Run, name: str) -> Tool | None:
+def find_tool(ctx: RoundContext, name: str) -> Tool | None:
     """The tool called `name`, if the executor has it."""
-    return next((tool for tool in run.tools.tools() if tool.name == name), None)
+    return next((tool for tool in ctx.tools.tools() if tool.name == name), None)
 
 
 @dataclass
@@ -74,9 +73,9 @@ def prepare_parameters(tool: Tool, raw: dict[str, Any], ctx: DefaultsContext) ->
     return Prepared(params, values, applied, dropped)
 
 
-def task_text(run: Run, task: TaskRun, objective: str = "") -> str:
+def task_text(ctx: RoundContext, task: TaskState, objective: str = "") -> str:
     """What defaults are derived from: the objectives, criteria and user prompt."""
-    return " ".join([objective, task.item.objective, *task.item.successCriteria, run.state.prompt])
+    return " ".join([objective, task.item.objective, *task.item.successCriteria, ctx.state.prompt])
 
 
 class MeteredLLM:
@@ -126,15 +125,15 @@ class ActionCall:
 
 
 async def execute_action(
-    run: Run, task: TaskRun, number: int, call: ActionCall, out: Out[Observation]
+    ctx: RoundContext, step: Step, call: ActionCall, out: Out[Observation]
 ) -> AsyncIterator[Event]:
     """Approve, run, store documents, observe, and record the action's message."""
-    where = Position(round=run.round, task=task.number, action=number)
-    label = result_label(run.round, task.number, number, "results")
+    where = step.position()
+    label = result_label(ctx.round, step.task.number, step.action, "results")
     params = call.prepared.values
-    if needs_approval(run.state.policy, call.name):
+    if needs_approval(ctx.state.policy, call.name):
         yield ApprovalEvent(**where, method=call.name, parameters=params, status="waiting")
-        approved = await run.controls.approve(action=call.name, parameters=params)
+        approved = await ctx.controls.approve(action=call.name, parameters=params)
         yield ApprovalEvent(
             **where,
             method=call.name,
@@ -145,92 +144,86 @@ async def execute_action(
             reason = f"{call.name} was rejected by the user."
             yield ErrorEvent(**where, kind="rejected", message=reason)
             result = ActionResult(success=False, error=reason)
-            out.value = build_observation(result, label, run.state.caps)
-            async for event in record_step(run, task, number, call, out.value, status="rejected"):
+            out.value = build_observation(result, label, ctx.state.caps)
+            async for event in record_step(ctx, step, call, out.value, status="rejected"):
                 yield event
             return
     try:
-        documents = resolve_references(call.references, run.store.index())
+        documents = resolve_references(call.references, ctx.store.index())
     except ReferenceNotFound as error:
         yield ErrorEvent(**where, kind="reference", message=str(error))
         out.value = build_observation(
-            ActionResult(success=False, error=str(error)), label, run.state.caps
+            ActionResult(success=False, error=str(error)), label, ctx.state.caps
         )
-        async for event in record_step(run, task, number, call, out.value, status="failed"):
+        async for event in record_step(ctx, step, call, out.value, status="failed"):
             yield event
         return
-    metered = MeteredLLM(run.llm)
-    ctx = ActionContext(
+    metered = MeteredLLM(ctx.llm)
+    action_ctx = ActionContext(
         documents=documents,
-        store=run.store,
+        store=ctx.store,
         llm=metered,
-        language=run.state.language,
-        connection_secret=run.controls.resolve_connection(call.connection)
+        language=ctx.state.language,
+        connection_secret=ctx.controls.resolve_connection(call.connection)
         if call.connection
         else None,
         objective=call.objective,
     )
-    started = run.clock()
+    started = ctx.clock()
     try:
-        result = await run.tools.execute(call.name, call.prepared.params, ctx)
+        result = await ctx.tools.execute(call.name, call.prepared.params, action_ctx)
     except Exception as error:  # a tool bug must not end the round; CancelledError passes
         result = ActionResult(success=False, error=f"{type(error).__name__}: {error}")
-    duration = int((run.clock() - started) * 1000)
+    duration = int((ctx.clock() - started) * 1000)
     for usage in metered.usages:
-        yield run.usage(usage, **where_of(task, number))
+        yield ctx.usage(usage, task=step.task.number, action=step.action)
     if not result.success:
         yield ErrorEvent(**where, kind="tool", message=f"{call.name}: {result.error or 'failed'}")
-    label = result_label(run.round, task.number, number, call.label or result.label)
+    label = result_label(ctx.round, step.task.number, step.action, call.label or result.label)
     for document in result.documents:
-        ref = await run.store.save(
-            document, label=label, round=run.round, task=task.number, action=number
+        ref = await ctx.store.save(
+            document, label=label, round=ctx.round, task=step.task.number, action=step.action
         )
         yield DocumentEvent(**where, document=ref)
-    out.value = build_observation(result, label, run.state.caps)
+    out.value = build_observation(result, label, ctx.state.caps)
     yield ObserveEvent(**where, observation=out.value, durationMs=duration)
     status = "success" if result.success else "failed"
-    async for event in record_step(run, task, number, call, out.value, status=status):
+    async for event in record_step(ctx, step, call, out.value, status=status):
         yield event
 
 
-def where_of(task: TaskRun, number: int) -> dict[str, int]:
-    """Event position keywords for a task's action."""
-    return {"task": task.number, "action": number}
-
-
 async def record_step(
-    run: Run,
-    task: TaskRun,
-    number: int,
+    ctx: RoundContext,
+    step: Step,
     call: ActionCall | None,
     observation: Observation,
     *,
     status: str,
     name: str = "",
-    objective: str = "",
 ) -> AsyncIterator[Event]:
     """Emit the action's complete message (with its summary) and remember the step."""
     name = call.name if call else name
-    objective = call.objective if call else objective
+    objective = call.objective if call else ""
     learnings = call.learnings if call else []
     summary = summarize(name or "step", observation)
-    refs = [
-        f"docItem:{ref.id}:{ref.name}"
-        for ref in run.store.index()
+    documents = [
+        ref
+        for ref in ctx.store.index()
         if ref.label == observation.resultLabel and observation.documentsCount
     ]
+    refs = [f"docItem:{ref.id}:{ref.name}" for ref in documents]
     label = observation.resultLabel if refs else ""
     method, _, action_name = name.partition(".")
+    step.status, step.method = status, name
+    task = step.task
     yield MessageEvent(
-        round=run.round,
-        task=task.number,
-        action=number,
-        key=f"round{run.round}_task{task.number}_action{number}",
+        **step.position(),
+        key=f"round{ctx.round}_task{task.number}_action{step.action}",
         role="action",
         content=render_observation_markdown(name or "step", objective, observation),
         summary=summary,
         documentsLabel=label,
-        documents=refs,
+        documents=documents,
         success=observation.success,
         learnings=learnings,
         notes=observation.notes,
@@ -238,12 +231,12 @@ async def record_step(
         name=action_name,
         status=status,
     )
-    run.entries.append(
+    ctx.entries.append(
         HistoryEntry(
             role="action",
-            round=run.round,
+            round=ctx.round,
             task=task.number,
-            action=number,
+            action=step.action,
             method=name,
             summary=summary,
             documents_label=label,
@@ -253,10 +246,10 @@ async def record_step(
             success=observation.success,
         )
     )
-    task.steps.append(StepRecord(number, name or "step", objective, observation, summary))
+    task.steps.append(StepRecord(step.action, name or "step", objective, observation, summary))
 
 
-def failed_observation(run: Run, task: TaskRun, number: int, reason: str) -> Observation:
+def failed_observation(ctx: RoundContext, step: Step, reason: str) -> Observation:
     """The observation of a step that never ran."""
-    label = result_label(run.round, task.number, number, "results")
+    label = result_label(ctx.round, step.task.number, step.action, "results")
     return Observation(success=False, resultLabel=label, error=reason[:300])

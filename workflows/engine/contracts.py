@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypedDict, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -73,6 +73,18 @@ class LLM(Protocol):
         ...
 
 
+def describe_error(error: Exception) -> str:
+    """A validation problem in words for people and models: `field: problem`, no links."""
+    if not isinstance(error, ValidationError):
+        return str(error)
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"])
+        problem = item["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {problem}" if where else problem)
+    return "; ".join(problems)
+
+
 class InvalidModelOutput(Exception):
     """The model answered, but not in the shape asked for. Carries the validation message."""
 
@@ -83,7 +95,16 @@ class InvalidModelOutput(Exception):
 
 
 class ModelUnavailable(Exception):
-    """The model could not be reached or kept failing after retries."""
+    """The model could not be reached or kept failing after retries.
+
+    The message says what failed and, when the host gave advice for this `cause`, what to
+    fix (which setting, which server); it is shown to people as it is.
+    """
+
+    def __init__(self, message: str, *, cause: str = "unreachable") -> None:
+        super().__init__(message)
+        self.cause = cause
+        """unreachable, timeout, auth, model, rate_limit, refused or server."""
 
 
 # --- Documents ---------------------------------------------------------------------------
@@ -137,13 +158,6 @@ class ReferenceNotFound(ValueError):
 
 
 _DOC_ITEM = re.compile(r"^docItem:(?P<id>[^:]+)(?::(?P<name>.*))?$")
-
-
-def document_reference_labels(index: Sequence[DocumentRef]) -> list[str]:
-    """The references a model may use: one docList per label, one docItem per document."""
-    labels = list(dict.fromkeys(f"docList:{ref.label}" for ref in index))
-    items = [f"docItem:{ref.id}:{ref.name}" for ref in index]
-    return labels + items
 
 
 def resolve_references(refs: Sequence[str], index: Sequence[DocumentRef]) -> list[DocumentRef]:

@@ -15,17 +15,37 @@ from .contracts import (
     T,
     ToolExecutor,
     Usage,
+    describe_error,
     untrusted,
 )
 from .controls import Controls
-from .events import ErrorEvent, Event, StatusEvent, UsageEvent
+from .events import (
+    ErrorEvent,
+    Event,
+    Position,
+    StatusEvent,
+    StepEvent,
+    TaskEvent,
+    TaskStatus,
+    UsageEvent,
+)
 from .guards import Budget
 from .prompts import correction
 from .schemas import Observation, TaskItem
 from .state import HistoryEntry, RoundState
 
 V = TypeVar("V")
-R = TypeVar("R")
+
+CALL_NAMES = {
+    "taskplan": "task plan",
+    "select": "action selection",
+    "parameters": "action parameters",
+    "refine": "refinement decision",
+    "review": "task review",
+    "actionplan": "action plan",
+    "thought": "thought",
+}
+"""What each kind of model call is called when people read about it."""
 
 
 @dataclass
@@ -60,7 +80,7 @@ class StepRecord:
 
 
 @dataclass
-class TaskRun:
+class TaskState:
     """A task as it runs: its steps, learnings and why it stopped."""
 
     number: int
@@ -76,6 +96,18 @@ class TaskRun:
         """The next action number; numbering goes on across retries so labels never clash."""
         self.actions += 1
         return self.actions
+
+    def facts(self) -> str:
+        """Why the stored facts do not support success ("" when they do): some action must
+        have succeeded, and the last one too."""
+        if not self.steps:
+            return "no action ran"
+        if not any(step.observation.success for step in self.steps):
+            return "no action succeeded"
+        last = self.steps[-1]
+        if not last.observation.success:
+            return f"its last action ({last.name}) failed"
+        return ""
 
     def criteria(self) -> str:
         """The success criteria as one line."""
@@ -94,7 +126,28 @@ class TaskRun:
         return text
 
 
-class Run:
+@dataclass
+class Step:
+    """One step of a task as it runs: where its events belong, and its telemetry."""
+
+    round: int
+    task: TaskState
+    action: int
+    """The action number in the task (numbering goes on across retries)."""
+    number: int
+    """The step number shown to people."""
+    started: float
+    tokens_before: int
+    status: str = "started"
+    """Set by the step's action record: success, failed or rejected."""
+    method: str = ""
+
+    def position(self) -> Position:
+        """The keywords that place an event in this step."""
+        return Position(round=self.round, task=self.task.number, action=self.action)
+
+
+class RoundContext:
     """One round: the host's objects, the budget, and what the round has learned so far."""
 
     def __init__(
@@ -117,7 +170,7 @@ class Run:
         self.learnings: list[str] = []
         self.entries: list[HistoryEntry] = []
         """Messages this round added, oldest first."""
-        self.tasks: list[TaskRun] = []
+        self.tasks: list[TaskState] = []
         self.outcome: tuple[str, str] = ("completed", "")
         """The round's final status and reason, set by the mode that ran it."""
 
@@ -137,6 +190,36 @@ class Run:
             if text and text not in self.learnings:
                 self.learnings.append(text)
         del self.learnings[:-10]
+
+    def task_event(self, task: TaskState, status: TaskStatus, reason: str = "") -> TaskEvent:
+        """A task status change (remembered on the task)."""
+        task.status = status
+        return TaskEvent(
+            round=self.round,
+            task=task.number,
+            status=status,
+            objective=task.item.objective,
+            successCriteria=task.item.successCriteria,
+            reason=reason,
+            attempt=task.attempt,
+        )
+
+    def begin_step(self, task: TaskState, number: int) -> tuple[Step, StepEvent]:
+        """Open the next step of a task, before its first model call."""
+        step = Step(self.round, task, task.next_action(), number, self.clock(), self.budget.tokens)
+        return step, StepEvent(**step.position(), status="started", step=number)
+
+    def end_step(self, step: Step, *, reason: str = "") -> StepEvent:
+        """Close a step with its status (from its action record) and its telemetry."""
+        return StepEvent(
+            **step.position(),
+            status="failed" if step.status == "started" else step.status,  # type: ignore[arg-type]
+            step=step.number,
+            method=step.method,
+            reason=reason,
+            durationMs=int((self.clock() - step.started) * 1000),
+            tokens=self.budget.tokens - step.tokens_before,
+        )
 
     def status(self, code: str, reason: str, *, task: int = 0, action: int = 0) -> StatusEvent:
         """A status event at this round's position."""
@@ -159,7 +242,7 @@ class Run:
 
 
 async def ask(
-    run: Run,
+    ctx: RoundContext,
     messages: Sequence[Message],
     *,
     output: type[T],
@@ -179,13 +262,13 @@ async def ask(
     for attempt in (1, 2):
         raw, kind_of_error = "", "validation"
         try:
-            completion = await run.llm.complete(prompt, output=output, kind=kind)
+            completion = await ctx.llm.complete(prompt, output=output, kind=kind)
         except InvalidModelOutput as error:
             if error.usage is not None:
-                yield run.usage(error.usage, task=task, action=action)
-            message, raw = str(error), error.raw
+                yield ctx.usage(error.usage, task=task, action=action)
+            message, raw = describe_error(error), error.raw
         else:
-            yield run.usage(completion.usage, task=task, action=action)
+            yield ctx.usage(completion.usage, task=task, action=action)
             raw = completion.value.model_dump_json(by_alias=True)
             try:
                 out.value = check(completion.value) if check else completion.value
@@ -193,13 +276,15 @@ async def ask(
             except Rejected as error:
                 message, kind_of_error = str(error), error.kind
             except ValueError as error:
-                message = str(error)
+                message = describe_error(error)
+        verdict = "was not valid" if kind_of_error == "validation" else "was rejected"
+        what = f"The model's answer for the {CALL_NAMES.get(kind, kind)} {verdict}"
         yield ErrorEvent(
-            round=run.round,
+            round=ctx.round,
             task=task,
             action=action,
             kind=kind_of_error,  # type: ignore[arg-type]
-            message=f"{kind}: {message[:1_500]}",
+            message=f"{what}: {message[:1_500]}",
             retrying=attempt == 1,
         )
         prompt = [*messages, {"role": "assistant", "content": raw[:4_000]}, correction(message)]

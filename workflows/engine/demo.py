@@ -13,7 +13,15 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from .contracts import Completion, InvalidModelOutput, Message, T, TextCompletion, Usage
+from .contracts import (
+    Completion,
+    InvalidModelOutput,
+    Message,
+    T,
+    TextCompletion,
+    Usage,
+    describe_error,
+)
 
 DEMO_LABEL = "demo model"
 _PRODUCED = re.compile(r"^round\d+_task\d+_action\d+_")
@@ -76,7 +84,9 @@ class DemoLLM:
         try:
             return Completion(output.model_validate(answer), usage)
         except ValueError as error:
-            raise InvalidModelOutput(str(error), raw=json.dumps(answer), usage=usage) from error
+            raise InvalidModelOutput(
+                describe_error(error), raw=json.dumps(answer), usage=usage
+            ) from error
 
     def decide(self, kind: str, prompt: str) -> dict[str, Any]:
         """The structured answer for one call kind."""

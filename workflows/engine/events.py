@@ -6,7 +6,7 @@ Each event is flat: `type`, the `round`/`task`/`action` it belongs to, then its 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -24,6 +24,12 @@ StopCode = Literal[
     "model_unavailable",
 ]
 """Why a task's loop (or the round) stopped."""
+
+TaskStatus = Literal["pending", "running", "success", "retry", "failed", "stopped", "skipped"]
+"""pending → running → success | retry | failed; stopped or skipped when the run ends first."""
+
+StepStatus = Literal["started", "success", "failed", "rejected", "stopped"]
+"""started opens a step; the others close it."""
 
 
 class Position(TypedDict):
@@ -48,7 +54,7 @@ class RoundEvent(BaseEvent):
     """A round started or ended."""
 
     type: Literal["round"] = "round"
-    status: Literal["started", "completed", "failed"]
+    status: Literal["started", "completed", "failed", "stopped"]
     mode: str = ""
     model: str = ""
     """The model's label ("demo model" for the offline demo)."""
@@ -70,11 +76,44 @@ class TaskEvent(BaseEvent):
     """A task changed status."""
 
     type: Literal["task"] = "task"
-    status: Literal["pending", "running", "success", "retry", "failed"]
+    status: TaskStatus
     objective: str = ""
     successCriteria: list[str] = Field(default_factory=list)
     reason: str = ""
     attempt: int = 1
+
+
+class PlannedStep(BaseModel):
+    """One action of an upfront plan, as people see it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: str
+    objective: str = ""
+
+
+class ActionPlanEvent(BaseEvent):
+    """Actionplan mode: the task's whole action list, before any of it runs."""
+
+    type: Literal["actionplan"] = "actionplan"
+    actions: list[PlannedStep]
+
+
+class StepEvent(BaseEvent):
+    """A step opened (before its first model call) or closed, with its telemetry."""
+
+    type: Literal["step"] = "step"
+    status: StepStatus
+    step: int
+    """The step number within the task, as shown."""
+    method: str = ""
+    """"method.action", once it is known."""
+    reason: str = ""
+    """Why a step failed or was stopped, in words for people."""
+    durationMs: int = 0
+    """The whole step: selection, parameters, action, observation, refinement."""
+    tokens: int = 0
+    """Tokens the step spent."""
 
 
 class PlanEvent(BaseEvent):
@@ -119,10 +158,6 @@ class RefineEvent(BaseEvent):
     reason: str = ""
     criteriaMet: bool = False
     nextHint: str | None = None
-    durationMs: int = 0
-    """The whole iteration: select, parameters, action, observe, refine."""
-    tokens: int = 0
-    """Tokens the iteration spent."""
 
 
 class ReviewEvent(BaseEvent):
@@ -171,8 +206,8 @@ class MessageEvent(BaseEvent):
     """Markdown."""
     summary: str = ""
     documentsLabel: str = ""
-    documents: list[str] = Field(default_factory=list)
-    """docItem references of the message's documents."""
+    documents: list[DocumentRef] = Field(default_factory=list)
+    """The message's documents: an action's results, the answer's products, the user's uploads."""
     success: bool | None = None
     learnings: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
@@ -182,6 +217,10 @@ class MessageEvent(BaseEvent):
     """The action's name, e.g. "search" (action messages)."""
     status: str = ""
     """success | failed | rejected for actions; completed | stopped | failed for answers."""
+    messageId: int | None = None
+    """The stored message's id (set by the host)."""
+    title: str = ""
+    """User messages: the workflow's title after this message (set by the host)."""
 
 
 class DocumentEvent(BaseEvent):
@@ -201,6 +240,8 @@ class UsageEvent(BaseEvent):
     cached_tokens: int = 0
     latency_ms: int = 0
     model: str = ""
+    workflowTokens: int | None = None
+    """The workflow's tokens after this call (set by the host when it stores the event)."""
 
 
 class StatusEvent(BaseEvent):
@@ -215,8 +256,10 @@ class ErrorEvent(BaseEvent):
     """Something went wrong; nothing fails silently."""
 
     type: Literal["error"] = "error"
-    kind: Literal["model", "validation", "tool", "rejected", "reference"]
+    kind: Literal["model", "validation", "tool", "rejected", "reference", "internal"]
+    """internal: the host failed, not the model or a tool."""
     message: str
+    """What failed and what to do, in one or two sentences for people."""
     retrying: bool = False
     """True when a corrective retry follows."""
 
@@ -227,6 +270,10 @@ class AskEvent(BaseEvent):
     type: Literal["ask"] = "ask"
     question: str
     stepsDone: int
+    status: Literal["waiting", "answered", "cancelled"] = "waiting"
+    """waiting for the user; answered (with `granted`); cancelled when the run ended first."""
+    granted: int = 0
+    """The further steps the user granted (0: stop the task)."""
 
 
 class ApprovalEvent(BaseEvent):
@@ -235,13 +282,16 @@ class ApprovalEvent(BaseEvent):
     type: Literal["approval"] = "approval"
     method: str
     parameters: dict[str, Any]
-    status: Literal["waiting", "approved", "rejected"]
+    status: Literal["waiting", "approved", "rejected", "cancelled"]
+    """cancelled when the run ended before an answer came."""
 
 
 Event = Annotated[
     RoundEvent
     | TaskPlanEvent
     | TaskEvent
+    | ActionPlanEvent
+    | StepEvent
     | PlanEvent
     | ActEvent
     | ObserveEvent
@@ -258,6 +308,9 @@ Event = Annotated[
     | ApprovalEvent,
     Field(discriminator="type"),
 ]
+
+ENGINE_EVENTS: tuple[type[BaseEvent], ...] = get_args(get_args(Event)[0])
+"""Every event model the engine emits; the host adds its own to make the full contract."""
 
 event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
 """Validates a dumped event back into its model (e.g. `event_adapter.validate_python(d)`)."""

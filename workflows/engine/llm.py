@@ -3,16 +3,17 @@
 Structured answers ask for a json_schema response format (strict when the schema allows),
 fall back to json_object, then to plain text, remembering per instance what the server
 accepts; the JSON is then extracted robustly and validated into the requested model.
+Transient failures are retried by the SDK itself (it honours Retry-After); what still fails
+becomes one ModelUnavailable that says what failed and, with the host's advice, what to fix.
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
@@ -28,6 +29,7 @@ from .contracts import (
     T,
     TextCompletion,
     Usage,
+    describe_error,
 )
 
 ResponseFormat = Literal["json_schema", "json_object", "text"]
@@ -35,6 +37,9 @@ _FORMATS: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
 _FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|structured", re.IGNORECASE)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+_RETRIED = {"timeout", "unreachable", "rate_limit", "server"}
+"""Failure causes the SDK retries before giving up."""
 
 ALLOW_REMOTE_MODEL_REQUESTS = True
 """Tests set this to False: then only 127.0.0.1/localhost servers may be called."""
@@ -108,21 +113,23 @@ class OpenAICompatibleLLM:
         model: str,
         timeout: float = 60.0,
         max_retries: int = 2,
-        backoff: float = 0.5,
         temperature: float | None = 0.0,
         label: str | None = None,
+        advice: Mapping[str, str] | None = None,
     ) -> None:
         self.model = model
         self.label = label or model
+        self.timeout = timeout
         self.max_retries = max_retries
-        self.backoff = backoff
         self.temperature = temperature
+        self.advice = dict(advice or {})
+        """What to fix, per failure cause (the host names its settings here)."""
         self.response_format: ResponseFormat = "json_schema"
         """The richest format the server accepted so far; it only ever degrades."""
         self.stream_usage = True
         self._base_url = base_url
         self._client = AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=0
+            base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=max_retries
         )
 
     async def aclose(self) -> None:
@@ -150,14 +157,14 @@ class OpenAICompatibleLLM:
                 break
             except openai.BadRequestError as error:
                 if fmt == "text" or not _FORMAT_ERROR.search(str(error)):
-                    raise ModelUnavailable(f"the model refused the request: {error}") from error
+                    raise self._unavailable(error) from error
                 self.response_format = _FORMATS[_FORMATS.index(fmt) + 1]
         usage = self._usage(kind, response, latency)
         text = response.choices[0].message.content or "" if response.choices else ""
         try:
             value = output.model_validate(extract_json(text))
         except (ValueError, ValidationError) as error:
-            raise InvalidModelOutput(str(error), raw=text, usage=usage) from error
+            raise InvalidModelOutput(describe_error(error), raw=text, usage=usage) from error
         return Completion(value, usage)
 
     async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:
@@ -165,7 +172,7 @@ class OpenAICompatibleLLM:
         try:
             response, latency = await self._call(messages, response_format=None)
         except openai.BadRequestError as error:
-            raise ModelUnavailable(f"the model refused the request: {error}") from error
+            raise self._unavailable(error) from error
         text = response.choices[0].message.content or "" if response.choices else ""
         return TextCompletion(text, self._usage(kind, response, latency))
 
@@ -175,9 +182,9 @@ class OpenAICompatibleLLM:
         """Yield text deltas as they arrive, then one Usage (estimated if the server sent none)."""
         started = time.perf_counter()
         try:
-            stream = await self._retrying(lambda: self._open_stream(messages))
+            stream = await self._calling(lambda: self._open_stream(messages))
         except openai.BadRequestError as error:
-            raise ModelUnavailable(f"the model refused the request: {error}") from error
+            raise self._unavailable(error) from error
         text, usage = "", None
         try:
             async for chunk in stream:
@@ -189,7 +196,7 @@ class OpenAICompatibleLLM:
                         text += piece
                         yield piece
         except openai.APIError as error:
-            raise ModelUnavailable(f"the stream broke off: {error}") from error
+            raise self._unavailable(error, broke_off=True) from error
         latency = int((time.perf_counter() - started) * 1000)
         yield usage or Usage(
             kind=kind,
@@ -242,28 +249,51 @@ class OpenAICompatibleLLM:
         if response_format is not None:
             params["response_format"] = response_format
         started = time.perf_counter()
-        response = await self._retrying(lambda: self._client.chat.completions.create(**params))
+        response = await self._calling(lambda: self._client.chat.completions.create(**params))
         return response, int((time.perf_counter() - started) * 1000)
 
-    async def _retrying(self, call: Callable[[], Awaitable[R]]) -> R:
-        """Retry transient failures (connection, timeout, 429, 5xx) with backoff."""
+    async def _calling(self, call: Callable[[], Awaitable[R]]) -> R:
+        """Make the call (the SDK retries connection errors, timeouts, 429 and 5xx); what
+        still fails is ModelUnavailable, except a 400 the caller may handle."""
         self._guard()
-        for attempt in range(self.max_retries + 1):
-            try:
-                return await call()
-            except (openai.APIConnectionError, openai.RateLimitError) as error:
-                failure: Exception = error
-            except openai.BadRequestError:
-                raise  # the caller decides: a response format to drop, or a refusal
-            except openai.APIStatusError as error:
-                if error.status_code < 500:
-                    raise ModelUnavailable(f"{error.status_code}: {error.message}") from error
-                failure = error
-            if attempt < self.max_retries:
-                await asyncio.sleep(self.backoff * 2**attempt)
-        raise ModelUnavailable(
-            f"{type(failure).__name__} after {self.max_retries + 1} attempts: {failure}"
-        ) from failure
+        try:
+            return await call()
+        except openai.BadRequestError:
+            raise  # the caller decides: a response format to drop, or a refusal
+        except openai.APIError as error:
+            raise self._unavailable(error) from error
+
+    def _unavailable(self, error: Exception, *, broke_off: bool = False) -> ModelUnavailable:
+        """One readable failure: what happened at which server, and what to fix."""
+        where = f"The model server at {self._server()}"
+        status = getattr(error, "status_code", None)
+        body = getattr(error, "body", None)
+        detail = body.get("message") if isinstance(body, dict) else None
+        detail = str(detail or getattr(error, "message", "") or error)
+        if isinstance(error, openai.APITimeoutError):
+            cause, what = "timeout", f"did not answer within {self.timeout:g} s"
+        elif isinstance(error, openai.APIConnectionError):
+            cause, what = "unreachable", "could not be reached"
+        elif status in (401, 403):
+            cause, what = "auth", f"refused the API key ({status})"
+        elif status == 404:
+            cause, what = "model", f"does not serve the model {self.model!r} (404)"
+        elif status == 429:
+            cause, what = "rate_limit", "kept refusing requests as too many (429)"
+        elif status is not None and status < 500:
+            cause, what = "refused", f"refused the request ({status}: {detail[:200]})"
+        else:
+            cause, what = "server", f"failed ({status or 'error'}: {detail[:200]})"
+        if broke_off:
+            what = f"broke off its answer ({detail[:200]})"
+        elif self.max_retries and cause in _RETRIED:
+            what += f" (tried {self.max_retries + 1} times)"
+        advice = self.advice.get(cause, "")
+        return ModelUnavailable(f"{where} {what}." + (f" {advice}" if advice else ""), cause=cause)
+
+    def _server(self) -> str:
+        parts = urlsplit(self._base_url or "https://api.openai.com/v1")
+        return parts.netloc or parts.path
 
     def _guard(self) -> None:
         host = urlsplit(self._base_url).hostname or ""

@@ -4,7 +4,6 @@ so providers can cache the prefix.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -165,8 +164,3 @@ def parameters_prompt(
         context=context or "(none)",
         schema=render_parameters_schema(schema),
     )
-
-
-def dump(value: Any) -> str:
-    """Compact JSON for prompts."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

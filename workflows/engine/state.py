@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Mode = Literal["react", "actionplan", "reasoning"]
+MODES: tuple[str, ...] = get_args(Mode)
+"""Every mode, in the order people are offered them."""
 
 
 class HistoryEntry(BaseModel):
@@ -76,7 +78,6 @@ class Caps(BaseModel):
 class RoundState(BaseModel):
     """Everything the engine needs to run one round of a workflow."""
 
-    workflow_id: int | str
     mode: Mode = "react"
     round: int = Field(ge=1)
     prompt: str

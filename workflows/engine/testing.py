@@ -26,6 +26,7 @@ from .contracts import (
     Tool,
     Usage,
     WebFinding,
+    describe_error,
 )
 
 Reply = str | dict[str, Any] | BaseModel | BaseException | Callable[[Sequence[Message]], Any]
@@ -94,7 +95,7 @@ class ScriptedLLM:
         try:
             return Completion(output.model_validate_json(text), usage)
         except ValidationError as error:
-            raise InvalidModelOutput(str(error), raw=text, usage=usage) from error
+            raise InvalidModelOutput(describe_error(error), raw=text, usage=usage) from error
 
     async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:
         """Return the next reply as text."""

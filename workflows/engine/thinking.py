@@ -1,17 +1,27 @@
-"""Reasoning mode (seed 002): a self-looping chain of thought over a nested plan."""
+"""Reasoning mode (seed 002): a self-looping chain of thought over a nested plan.
+
+Documents the user attached are read first, as a visible document.extract step, and their
+text reaches every thought; when they cannot be read, the thoughts are told why.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from .core import Out, Run, TaskRun, ask
-from .events import AskEvent, DeltaEvent, Event, MessageEvent, TaskEvent, ThoughtEvent
+from .actions import ActionCall, execute_action, find_tool, prepare_parameters, record_step
+from .actions import failed_observation as not_run
+from .contracts import untrusted
+from .core import Out, RoundContext, TaskState, ask
+from .defaults import DefaultsContext
+from .events import ActEvent, DeltaEvent, ErrorEvent, Event, MessageEvent, PlanEvent, ThoughtEvent
 from .history import render_history
-from .prompts import build
-from .schemas import TaskItem, Thought, render_plan
+from .prompts import build, render_documents
+from .react import ask_to_continue
+from .schemas import ActionSelection, Observation, TaskItem, Thought, render_plan
 
 THOUGHTS_PER_STEP = 2
 """Reasoning allows this many thoughts per configured step before asking to continue."""
+READER = "document.extract"
 
 
 def thoughts_text(thoughts: list[Thought]) -> str:
@@ -25,89 +35,151 @@ def thoughts_text(thoughts: list[Thought]) -> str:
     return "\n".join(lines)
 
 
-async def run_reasoning(run: Run) -> AsyncIterator[Event]:
+async def run_reasoning(ctx: RoundContext) -> AsyncIterator[Event]:
     """Think until a thought says no further thought is needed; that thought is the answer."""
     item = TaskItem(
-        objective=run.state.prompt,
+        objective=ctx.state.prompt,
         successCriteria=["Every plan step is done and verified."],
         taskType="analysis",
     )
-    task = TaskRun(1, item)
-    run.tasks = [task]
-    yield task_status(run, task, "pending")
-    yield task_status(run, task, "running")
+    task = TaskState(1, item)
+    ctx.tasks = [task]
+    yield ctx.task_event(task, "pending")
+    yield ctx.task_event(task, "running")
+    material: Out[str] = Out()
+    async for event in read_attachments(ctx, task, material):
+        yield event
     thoughts: list[Thought] = []
-    limit = run.state.max_steps * THOUGHTS_PER_STEP
+    limit = ctx.state.max_steps * THOUGHTS_PER_STEP
     while True:
-        if exhausted := run.budget.exhausted():
+        if exhausted := ctx.budget.exhausted():
             task.stop_code, task.stop_reason = exhausted
-            yield run.status(*exhausted, task=1)
+            yield ctx.status(*exhausted, task=1)
             break
         if len(thoughts) >= limit:
+            more: Out[int] = Out()
             question = f"Reasoning reached {limit} thoughts. Continue thinking?"
-            yield AskEvent(round=run.round, task=1, question=question, stepsDone=len(thoughts))
-            more = await run.controls.ask_continue(task=1, steps_done=len(thoughts))
-            if more <= 0:
-                task.stop_code = "max_steps"
-                task.stop_reason = f"The maximum of {limit} thoughts was reached."
-                yield run.status("max_steps", task.stop_reason, task=1)
+            reason = f"The maximum of {limit} thoughts was reached."
+            async for event in ask_to_continue(ctx, task, len(thoughts), question, reason, more):
+                yield event
+            if not more.value:
                 break
-            limit += more * THOUGHTS_PER_STEP
-        started, tokens = run.clock(), run.budget.tokens
+            limit += more.value * THOUGHTS_PER_STEP
+        started, tokens = ctx.clock(), ctx.budget.tokens
         messages = build(
             "thought",
-            prompt=run.state.prompt,
+            prompt=ctx.state.prompt,
+            documents=material.value or render_documents(ctx.store.index()),
             history=render_history(
-                run.history(), run.round, max_chars=run.state.caps.history_chars
+                ctx.history(), ctx.round, max_chars=ctx.state.caps.history_chars
             ),
             thoughts=thoughts_text(thoughts),
             plan=render_plan(thoughts[-1].planning) if thoughts else "(no plan yet)",
         )
         out: Out[Thought] = Out()
-        async for event in ask(run, messages, output=Thought, kind="thought", out=out, task=1):
+        async for event in ask(ctx, messages, output=Thought, kind="thought", out=out, task=1):
             yield event
         if out.value is None:
             task.stop_code = "step_failed"
             task.stop_reason = (
                 f"Thought {len(thoughts) + 1} was invalid after one corrective retry."
             )
-            yield run.status("step_failed", task.stop_reason, task=1)
+            yield ctx.status("step_failed", task.stop_reason, task=1)
             break
         thought = out.value
         thoughts.append(thought)
         yield ThoughtEvent(
-            round=run.round,
+            round=ctx.round,
             task=1,
             number=len(thoughts),
             thinking=thought.current_thinking,
             planning=thought.planning,
             plan=render_plan(thought.planning),
             nextThoughtNeeded=thought.next_thought_needed,
-            durationMs=int((run.clock() - started) * 1000),
-            tokens=run.budget.tokens - tokens,
+            durationMs=int((ctx.clock() - started) * 1000),
+            tokens=ctx.budget.tokens - tokens,
         )
         if not thought.next_thought_needed:
             task.stop_code, task.stop_reason = "criteria_met", "The plan is complete."
-            yield run.status("criteria_met", task.stop_reason, task=1)
+            yield ctx.status("criteria_met", task.stop_reason, task=1)
             break
-    async for event in conclude(run, task, thoughts):
+    async for event in conclude(ctx, task, thoughts):
         yield event
 
 
-def task_status(run: Run, task: TaskRun, status: str, reason: str = "") -> TaskEvent:
-    """The reasoning task's status change."""
-    task.status = status
-    return TaskEvent(
-        round=run.round,
-        task=1,
-        status=status,  # type: ignore[arg-type]
-        objective=task.item.objective,
-        successCriteria=task.item.successCriteria,
-        reason=reason,
+async def read_attachments(
+    ctx: RoundContext, task: TaskState, out: Out[str]
+) -> AsyncIterator[Event]:
+    """Extract the documents attached to this round as a step; their text, fenced, for the
+    thoughts (or why they could not be read). Nothing attached: nothing to do."""
+    attached = [
+        ref for ref in ctx.store.index() if ref.round == ctx.round and ref.source == "uploaded"
+    ]
+    if not attached:
+        return
+    index = render_documents(ctx.store.index())
+    step, opened = ctx.begin_step(task, 1)
+    yield opened
+    tool = find_tool(ctx, READER)
+    selection = ActionSelection(
+        action=READER,
+        actionObjective="Read the attached documents for the reasoning",
+        requiredInputDocuments=[
+            f"docList:{label}" for label in dict.fromkeys(a.label for a in attached)
+        ],
     )
+    if tool is None:
+        reason = f"The attached documents cannot be read: {READER} is not available here."
+        yield ErrorEvent(**step.position(), kind="tool", message=reason)
+        observation = not_run(ctx, step, reason)
+        async for event in record_step(ctx, step, None, observation, status="failed", name=READER):
+            yield event
+        yield ctx.end_step(step, reason=reason)
+        out.value = f"{index}\n(The attached documents could not be read: {reason})"
+        return
+    step.method = READER
+    yield PlanEvent(**step.position(), selection=selection, step=1)
+    defaults = DefaultsContext(ctx.state.language, task.item.taskType, ctx.state.prompt)
+    prepared = prepare_parameters(tool, {}, defaults)
+    yield ActEvent(
+        **step.position(),
+        method=READER,
+        parameters=prepared.values,
+        defaultsApplied=prepared.applied,
+        documents=selection.requiredInputDocuments,
+    )
+    call = ActionCall(
+        name=READER,
+        objective=selection.actionObjective,
+        references=selection.requiredInputDocuments,
+        connection=None,
+        prepared=prepared,
+    )
+    observed: Out[Observation] = Out()
+    async for event in execute_action(ctx, step, call, observed):
+        yield event
+    yield ctx.end_step(step)
+    out.value = f"{index}\n{await extracted_text(ctx, observed.value)}"
 
 
-async def conclude(run: Run, task: TaskRun, thoughts: list[Thought]) -> AsyncIterator[Event]:
+async def extracted_text(ctx: RoundContext, observation: Observation | None) -> str:
+    """The text the extraction produced, fenced and capped; or why there is none."""
+    if observation is None or not observation.success:
+        why = observation.error if observation else "the extraction did not run"
+        return f"(The attached documents could not be read: {why})"
+    limit = ctx.state.caps.final_context_chars
+    parts: list[str] = []
+    for ref in ctx.store.index():
+        if ref.label == observation.resultLabel and limit > 0:
+            text = (await ctx.store.read(ref)).decode("utf-8", "replace")[:limit]
+            limit -= len(text)
+            parts.append(untrusted(ref.name, text))
+    return "\n".join(parts)
+
+
+async def conclude(
+    ctx: RoundContext, task: TaskState, thoughts: list[Thought]
+) -> AsyncIterator[Event]:
     """The last thought is the solution; an unfinished chain says so."""
     finished = task.stop_code == "criteria_met"
     if finished:
@@ -115,11 +187,11 @@ async def conclude(run: Run, task: TaskRun, thoughts: list[Thought]) -> AsyncIte
     else:
         plan = render_plan(thoughts[-1].planning) if thoughts else "(no plan)"
         solution = f"I could not finish reasoning: {task.stop_reason}\n\nThe plan so far:\n{plan}"
-    yield task_status(run, task, "success" if finished else "failed", task.stop_reason)
-    key = f"round{run.round}_answer"
-    yield DeltaEvent(round=run.round, key=key, text=solution, offset=0)
+    yield ctx.task_event(task, "success" if finished else "failed", task.stop_reason)
+    key = f"round{ctx.round}_answer"
+    yield DeltaEvent(round=ctx.round, key=key, text=solution, offset=0)
     yield MessageEvent(
-        round=run.round,
+        round=ctx.round,
         key=key,
         role="assistant",
         content=solution,
@@ -127,4 +199,4 @@ async def conclude(run: Run, task: TaskRun, thoughts: list[Thought]) -> AsyncIte
         success=finished,
         status="completed" if finished else "failed",
     )
-    run.outcome = ("completed", task.stop_reason) if finished else ("failed", task.stop_reason)
+    ctx.outcome = ("completed", task.stop_reason) if finished else ("failed", task.stop_reason)

@@ -4,23 +4,9 @@ from __future__ import annotations
 
 from channels.db import database_sync_to_async
 
-from . import services
-from .engine.contracts import DocumentRef, ProducedDocument
-from .models import ChatDocument, ChatWorkflow
-
-
-def document_ref(document: ChatDocument) -> DocumentRef:
-    """The engine's view of a stored document."""
-    return DocumentRef(
-        id=str(document.pk),
-        name=document.name,
-        mime=document.mime_type,
-        label=document.label,
-        size=document.size,
-        round=document.round,
-        source=document.source,
-        source_url=document.source_url or None,
-    )
+from workflows import services
+from workflows.engine.contracts import DocumentRef, ProducedDocument
+from workflows.models import ChatDocument, ChatWorkflow
 
 
 class WorkflowDocumentStore:
@@ -34,7 +20,7 @@ class WorkflowDocumentStore:
     @database_sync_to_async
     def load(cls, workflow: ChatWorkflow) -> WorkflowDocumentStore:
         """Load the workflow's document index (oldest first)."""
-        return cls(workflow, [document_ref(doc) for doc in workflow.documents.order_by("id")])
+        return cls(workflow, [doc.as_ref() for doc in workflow.documents.order_by("id")])
 
     def index(self) -> list[DocumentRef]:
         """Every document of the workflow, oldest first."""
@@ -70,4 +56,4 @@ class WorkflowDocumentStore:
             source=document.source,
             source_url=document.source_url or "",
         )
-        return document_ref(stored)
+        return stored.as_ref()

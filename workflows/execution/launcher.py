@@ -10,21 +10,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from . import live, recording, services
-from .models import ChatWorkflow
+from workflows import services
+from workflows.contract import Envelope, RunEvent
+from workflows.live import broadcast
+from workflows.models import ChatWorkflow
 
-if TYPE_CHECKING:
-    from .runner import WorkflowRun
+from . import recording
+from .runner import RoundRunner
 
 logger = logging.getLogger(__name__)
 
 _tasks: dict[int, asyncio.Task[str]] = {}
+
+
+class CommandRefused(Exception):
+    """The request is understood but cannot be carried out now; the text says why."""
 
 
 RUNS_CHANNEL = "poweron-runs"
@@ -33,24 +38,22 @@ RUNS_CHANNEL = "poweron-runs"
 
 async def start_round(*, workflow_id: int, user, text: str, document_ids: list[int]) -> None:
     """Open a round with the user's message and run it in the background."""
-    from .commands import CommandRefused
-    from .runner import WorkflowRun
-
     try:
-        workflow, message = await database_sync_to_async(services.round_open)(
+        workflow, message, opened = await database_sync_to_async(services.round_open)(
             workflow_id=workflow_id, owner=user, text=text, document_ids=document_ids
         )
     except services.WorkflowBusy as busy:
         raise CommandRefused(str(busy)) from busy
+    await broadcast.broadcast(opened)
     if settings.POWERON_RUNNER == "worker":
         await get_channel_layer().send(
             RUNS_CHANNEL, {"type": "run.start", "workflow": workflow.pk, "message": message.pk}
         )
         return
-    spawn(WorkflowRun(workflow, message))
+    spawn(RoundRunner(workflow, message))
 
 
-def spawn(run: WorkflowRun) -> asyncio.Task[str]:
+def spawn(run: RoundRunner) -> asyncio.Task[str]:
     """Run in the background of this process, remembered until it ends."""
     workflow_id = run.workflow.pk
     task = asyncio.create_task(run.execute(), name=f"workflow-{workflow_id}")
@@ -76,8 +79,6 @@ async def cancel_all() -> None:
 
 async def request_stop(*, workflow_id: int) -> None:
     """Ask the run to stop now; it records what it did and ends as "stopped"."""
-    from .commands import CommandRefused
-
     marked = await database_sync_to_async(
         lambda: ChatWorkflow.objects.filter(
             pk=workflow_id, status=ChatWorkflow.Status.RUNNING
@@ -86,12 +87,16 @@ async def request_stop(*, workflow_id: int) -> None:
     if not marked and not await is_active(workflow_id=workflow_id):
         raise CommandRefused("Nothing is running in this workflow.")
     if marked:  # viewers see "stopping" at once, before the run has wound down
-        stored = await database_sync_to_async(recording.record)(
-            workflow_id,
-            {"type": "status", "status": "stopping", "reason": "Stop requested."},
-        )
-        await live.broadcast(workflow_id, stored)
-    await live.send_control(workflow_id, {"action": "stop"})
+        stored = await database_sync_to_async(stopping_record)(workflow_id)
+        await broadcast.broadcast(stored)
+    await broadcast.send_control(workflow_id, {"action": "stop"})
+
+
+def stopping_record(workflow_id: int) -> Envelope:
+    """Store the "stopping" status of the workflow's current round."""
+    current = ChatWorkflow.objects.values_list("current_round", flat=True).get(pk=workflow_id)
+    event = RunEvent(round=current, status="stopping", reason="Stop requested.")
+    return recording.record(workflow_id, event)
 
 
 async def is_active(*, workflow_id: int) -> bool:

@@ -1,76 +1,62 @@
-"""Storing engine events: each becomes a WorkflowEvent plus the rows it concerns.
+"""Storing events: each becomes a WorkflowEvent plus the rows it concerns.
 
-Runs in a worker thread (database_sync_to_async), one short transaction per event.
+Runs in a worker thread (database_sync_to_async), one short transaction per event. The
+stored event is read back into its typed envelope inside the transaction, so an event that
+does not fit the contract is never committed.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import transaction
 
-from . import live, services
-from .models import ChatDocument, ChatMessage, ChatWorkflow
+from workflows import services
+from workflows.contract import Envelope, NoticeEvent, payload_of
+from workflows.engine.events import BaseEvent, MessageEvent, UsageEvent
+from workflows.models import ChatDocument, ChatMessage
 
-ROUTING_FIELDS = ("type", "round", "task", "action")
 
-
-def record(workflow_id: int, event: dict[str, Any]) -> dict[str, Any]:
-    """Store one event and the rows it concerns; return its public JSON, ready to broadcast."""
-    payload = {k: v for k, v in event.items() if k not in ROUTING_FIELDS}
-    position = {name: int(event.get(name) or 0) for name in ("round", "task", "action")}
+def record(workflow_id: int, event: BaseEvent) -> Envelope:
+    """Store one event and the rows it concerns; its envelope, ready to broadcast."""
+    assert not isinstance(event, NoticeEvent), "notices are for one socket, never stored"
     tokens = None
     with transaction.atomic():
-        match event["type"]:
-            case "usage":
-                tokens = (
-                    int(payload.get("prompt_tokens") or 0),
-                    int(payload.get("completion_tokens") or 0),
-                )
-            case "message" if "messageId" not in payload:  # the user's is stored when sent
-                message = message_store(workflow_id, payload, **position)
-                payload = {**payload, "messageId": message.pk}
+        match event:
+            case UsageEvent():
+                tokens = (event.prompt_tokens, event.completion_tokens)
+            case MessageEvent(messageId=None):
+                message = message_store(workflow_id, event)
+                event = event.model_copy(update={"messageId": message.pk})
         stored = services.event_append(
-            workflow_id=workflow_id, type=event["type"], payload=payload, tokens=tokens, **position
+            workflow_id=workflow_id,
+            type=event.type,
+            payload=payload_of(event),
+            tokens=tokens,
+            round=event.round,
+            task=event.task,
+            action=event.action,
         )
-    return live.event_as_json(stored)
+        return Envelope.from_row(stored)
 
 
-def message_store(
-    workflow_id: int, payload: dict[str, Any], *, round: int, task: int, action: int
-) -> ChatMessage:
+def message_store(workflow_id: int, event: MessageEvent) -> ChatMessage:
     """A complete message from the engine: an action's record or the final answer."""
-    label = payload.get("documentsLabel") or ""
     message = ChatMessage.objects.create(
         workflow_id=workflow_id,
-        role=payload.get("role", ChatMessage.Role.ASSISTANT),
-        round=round,
-        task=task,
-        action=action,
-        action_method=payload.get("method") or "",
-        action_name=payload.get("name") or "",
-        status=payload.get("status") or "",
-        content=payload.get("content") or "",
-        summary=payload.get("summary") or "",
-        documents_label=label,
-        success=payload.get("success"),
-        learnings=payload.get("learnings") or [],
+        role=event.role,
+        round=event.round,
+        task=event.task,
+        action=event.action,
+        action_method=event.method,
+        action_name=event.name,
+        status=event.status,
+        content=event.content,
+        summary=event.summary,
+        documents_label=event.documentsLabel,
+        success=event.success,
+        learnings=event.learnings,
     )
-    if label:
-        ChatDocument.objects.filter(workflow_id=workflow_id, label=label).update(message=message)
+    if event.documentsLabel:
+        ChatDocument.objects.filter(workflow_id=workflow_id, label=event.documentsLabel).update(
+            message=message
+        )
     return message
-
-
-def settle(workflow_id: int, status: str, reason: str) -> dict[str, Any]:
-    """Record the final status of a run as the workflow's state and as an event.
-
-    A stop without a reason was asked for by the user when the workflow says "stopping";
-    otherwise the server stopped under it.
-    """
-    if status == ChatWorkflow.Status.STOPPED and not reason:
-        asked = ChatWorkflow.objects.filter(
-            pk=workflow_id, status=ChatWorkflow.Status.STOPPING
-        ).exists()
-        reason = "Stopped by the user." if asked else "Interrupted: the server stopped."
-    stored = services.workflow_settle(workflow_id=workflow_id, status=status, reason=reason)
-    return live.event_as_json(stored)

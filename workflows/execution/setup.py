@@ -1,4 +1,4 @@
-"""Assembling a run from settings and the database: the model, the tools, the round's state."""
+"""Setting up a round from settings and the database: the model, the tools, the round's state."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from .engine.contracts import LLM, ToolExecutor
-from .engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
-from .models import ChatMessage, ChatWorkflow
+from workflows.engine.contracts import LLM, ToolExecutor
+from workflows.engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
+from workflows.models import ChatMessage, ChatWorkflow
 
 HISTORY_SNIPPET_CHARS = 600
 ANSWER_TIMEOUT_SECONDS = 15 * 60
 
 
 @dataclass
-class RunSetup:
+class RoundSetup:
     """Everything a run needs besides its document store."""
 
     state: RoundState
@@ -26,7 +26,6 @@ class RunSetup:
     connections: dict[str, str]
     """Connection label -> secret, for the owner only; never logged or sent."""
     answer_timeout: float
-    user_message_event: dict[str, Any]
 
 
 def model_configured() -> bool:
@@ -41,8 +40,8 @@ def model_label() -> str:
 
 def build_llm() -> LLM:
     """The configured OpenAI-compatible model, or the offline demo model."""
-    from .engine.demo import DemoLLM
-    from .engine.llm import OpenAICompatibleLLM
+    from workflows.engine.demo import DemoLLM
+    from workflows.engine.llm import OpenAICompatibleLLM
 
     if not model_configured():
         return DemoLLM()
@@ -51,7 +50,25 @@ def build_llm() -> LLM:
         api_key=settings.POWERON_LLM_API_KEY or "not-needed",
         model=settings.POWERON_LLM_MODEL,
         timeout=float(settings.POWERON_LLM_TIMEOUT),
+        advice=model_advice(),
     )
+
+
+def model_advice() -> dict[str, str]:
+    """What to fix for each way the model can fail, naming the settings to change."""
+    where = settings.POWERON_LLM_BASE_URL or "OpenAI's default URL"
+    return {
+        "unreachable": f"Check POWERON_LLM_BASE_URL (now {where}) and that the server runs.",
+        "timeout": (
+            f"Raise POWERON_LLM_TIMEOUT (now {settings.POWERON_LLM_TIMEOUT} s) or check the "
+            "server's load."
+        ),
+        "auth": "Check POWERON_LLM_API_KEY (or OPENAI_API_KEY).",
+        "model": f"Check POWERON_LLM_MODEL (now {settings.POWERON_LLM_MODEL!r}).",
+        "rate_limit": "Wait a moment and send again, or raise the provider's rate limit.",
+        "refused": f"Check that {settings.POWERON_LLM_MODEL!r} supports chat completions.",
+        "server": "Try again later; the model server's own logs say more.",
+    }
 
 
 async def close_llm(llm: LLM) -> None:
@@ -80,14 +97,14 @@ def tool_settings() -> dict[str, Any]:
 
 def build_tools(*, connection_kinds: set[str]) -> ToolExecutor:
     """The tools usable for this owner (a provider they hold a connection for counts)."""
-    from .tools.registry import ToolRegistry
+    from workflows.tools.registry import ToolRegistry
 
     return ToolRegistry(tool_settings(), connection_kinds=connection_kinds)
 
 
 def tool_overview(*, connection_kinds: set[str] | frozenset[str] = frozenset()) -> list[dict]:
     """Every tool of the catalog: whether it is usable here and, if not, why."""
-    from .tools.registry import CATALOG, ToolRegistry
+    from workflows.tools.registry import CATALOG, ToolRegistry
 
     registry = ToolRegistry(tool_settings(), connection_kinds=connection_kinds)
     unavailable = registry.unavailable()
@@ -119,12 +136,11 @@ def history_entry(message: ChatMessage) -> HistoryEntry:
 
 
 @database_sync_to_async
-def prepare(workflow: ChatWorkflow, message: ChatMessage) -> RunSetup:
+def prepare(workflow: ChatWorkflow, message: ChatMessage) -> RoundSetup:
     """Load what the round needs: history of earlier rounds, connections, limits."""
     earlier = workflow.messages.filter(round__lt=message.round).prefetch_related("documents")
     connections = list(workflow.owner.connections.all())
     state = RoundState(
-        workflow_id=workflow.pk,
         mode=workflow.mode,  # type: ignore[arg-type]
         round=message.round,
         prompt=message.content,
@@ -139,21 +155,10 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> RunSetup:
         ),
         policy=Policy(approval=list(settings.POWERON_APPROVAL_METHODS)),
     )
-    attachments = [{"id": d.pk, "name": d.name} for d in message.documents.all()]
-    return RunSetup(
+    return RoundSetup(
         state=state,
         llm=build_llm(),
         tools=build_tools(connection_kinds={c.kind for c in connections}),
         connections={c.label: c.secret for c in connections},
         answer_timeout=ANSWER_TIMEOUT_SECONDS,
-        user_message_event={
-            "type": "message",
-            "round": message.round,
-            "key": f"user-{message.pk}",
-            "role": "user",
-            "content": message.content,
-            "messageId": message.pk,
-            "attachments": attachments,
-            "title": str(workflow),
-        },
     )

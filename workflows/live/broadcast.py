@@ -1,12 +1,25 @@
-"""Channel-layer plumbing: group names and broadcasting stored events to a workflow's viewers."""
+"""Channel-layer plumbing: group names, and sending stored events to a workflow's viewers.
+
+The layer is a best-effort doorbell, not the record: an event is broadcast only after it
+is committed, a broadcast that fails is logged and left to the viewers' own catch-up
+(they ask the database for what they missed), and it never fails the run that sent it.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from contextlib import suppress
 from typing import Any
 
 from channels.layers import get_channel_layer
 
-from .models import WorkflowEvent
+from workflows.contract import Envelope
+
+logger = logging.getLogger(__name__)
+
+SEND_TIMEOUT_SECONDS = 2.0
+"""A layer that does not take a message in this time is treated as down for that message."""
 
 
 def viewers_group(workflow_id: int) -> str:
@@ -19,27 +32,68 @@ def control_group(workflow_id: int) -> str:
     return f"workflow-control.{workflow_id}"
 
 
-def event_as_json(event: WorkflowEvent) -> dict[str, Any]:
-    """The public JSON shape of a stored event (the streaming contract)."""
-    return {
-        "workflow": event.workflow_id,
-        "seq": event.seq,
-        "type": event.type,
-        "round": event.round,
-        "task": event.task,
-        "action": event.action,
-        "payload": event.payload,
-        "at": event.created.isoformat(),
-    }
+async def broadcast(envelope: Envelope) -> bool:
+    """Send a committed event (or a live delta) to the workflow's viewers; False when the
+    layer did not take it (logged; viewers catch up from the database)."""
+    message = {"type": "workflow.event", "event": envelope.as_json()}
+    return await _send(viewers_group(envelope.workflow), message, what=f"event {envelope.seq}")
 
 
-async def broadcast(workflow_id: int, event: dict[str, Any]) -> None:
-    """Send an event to the workflow's viewers. Call only after it is committed."""
-    layer = get_channel_layer()
-    await layer.group_send(viewers_group(workflow_id), {"type": "workflow.event", "event": event})
+async def send_control(workflow_id: int, command: dict[str, Any]) -> bool:
+    """Send a command to the workflow's run, in whichever process it runs (best effort: a
+    stop is also recorded in the database, which the run checks)."""
+    message = {"type": "run.control", **command}
+    return await _send(control_group(workflow_id), message, what=str(command.get("action")))
 
 
-async def send_control(workflow_id: int, command: dict[str, Any]) -> None:
-    """Send a command to the workflow's run, in whichever process it runs."""
-    layer = get_channel_layer()
-    await layer.group_send(control_group(workflow_id), {"type": "run.control", **command})
+class Sender:
+    """Sends one run's events to its viewers in order, without making the run wait.
+
+    A layer that is down or slow costs the run nothing: after a failed send the sender
+    drops what comes for a short pause instead of waiting on the layer again, and viewers
+    catch up from the database.
+    """
+
+    def __init__(self, *, capacity: int = 1_000, pause: float = 1.0) -> None:
+        self._queue: asyncio.Queue[Envelope] = asyncio.Queue(capacity)
+        self._pause = pause
+        self._paused_until = 0.0
+        self._task = asyncio.create_task(self._drain(), name="broadcast-sender")
+        self.dropped = 0
+
+    def send(self, envelope: Envelope) -> None:
+        """Queue an event for the viewers; dropped (and counted) when the queue is full."""
+        try:
+            self._queue.put_nowait(envelope)
+        except asyncio.QueueFull:
+            self.dropped += 1
+
+    async def close(self, *, timeout: float = SEND_TIMEOUT_SECONDS) -> None:
+        """Let what is queued go out (for at most `timeout` seconds), then stop."""
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._queue.join(), timeout)
+        self._task.cancel()
+        if self.dropped:
+            logger.warning("%s events were not broadcast (viewers read them stored)", self.dropped)
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            envelope = await self._queue.get()
+            try:
+                if loop.time() < self._paused_until:
+                    self.dropped += 1
+                elif not await broadcast(envelope):
+                    self.dropped += 1
+                    self._paused_until = loop.time() + self._pause
+            finally:
+                self._queue.task_done()
+
+
+async def _send(group: str, message: dict[str, Any], *, what: str) -> bool:
+    try:
+        await asyncio.wait_for(get_channel_layer().group_send(group, message), SEND_TIMEOUT_SECONDS)
+    except Exception as error:  # the layer is down, slow or full; CancelledError passes
+        logger.warning("could not send %s to %s: %s: %s", what, group, type(error).__name__, error)
+        return False
+    return True

@@ -14,12 +14,12 @@ from pydantic import (
     field_validator,
 )
 
-from . import live, runs, services
-from .models import ChatMessage
+from workflows import services
+from workflows.execution import launcher
+from workflows.execution.launcher import CommandRefused
+from workflows.models import ChatMessage
 
-
-class CommandRefused(Exception):
-    """The command is understood but cannot be carried out now; the text says why."""
+from . import broadcast
 
 
 class Command(BaseModel):
@@ -122,18 +122,18 @@ async def execute(command: AnyCommand, *, user, workflow_id: int) -> str | None:
     """Carry out a command for the owner of the workflow; a confirmation to show, if any."""
     match command:
         case Send():
-            await runs.start_round(
+            await launcher.start_round(
                 workflow_id=workflow_id,
                 user=user,
                 text=command.text,
                 document_ids=command.documents,
             )
         case Stop():
-            await runs.request_stop(workflow_id=workflow_id)
+            await launcher.request_stop(workflow_id=workflow_id)
         case Steer() | Extend() | Approve():
-            if not await runs.is_active(workflow_id=workflow_id):
+            if not await launcher.is_active(workflow_id=workflow_id):
                 raise CommandRefused("Nothing is running in this workflow.")
-            await live.send_control(workflow_id, command.model_dump())
+            await broadcast.send_control(workflow_id, command.model_dump())
         case Feedback():
             await record_feedback(workflow_id, command)
             return "Thanks — your feedback is saved."

@@ -1,18 +1,30 @@
 """The WebSocket consumer: thin. Authenticates, replays stored events, relays live ones,
-and turns client commands into calls on the run."""
+and turns client commands into calls on the run.
+
+The channel layer may drop a message (a full queue, a Redis blip). The database is the
+record: a gap in the seqs is filled from it at once, and while a run may be going the
+consumer also asks the database whenever it heard nothing for a while, so every viewer
+reaches the final status even when the layer lost it.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 from pydantic import ValidationError
 
-from . import commands, live, selectors
-from .models import ChatWorkflow
+from workflows import selectors
+from workflows.contract import Envelope, NoticeEvent
+from workflows.models import ChatWorkflow
+
+from . import broadcast, commands
 from .rendering import render_event
 
 logger = logging.getLogger(__name__)
@@ -21,6 +33,8 @@ CLOSE_NOT_SIGNED_IN = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_BAD_REQUEST = 4400
 REPLAY_BATCH = 500
+IDLE_CATCH_UP_FACTOR = 8
+"""With no run believed going, the database is asked this many times less often."""
 
 
 @database_sync_to_async
@@ -29,11 +43,11 @@ def owned_workflow(user, workflow_id: int) -> ChatWorkflow | None:
 
 
 @database_sync_to_async
-def stored_events(workflow_id: int, after: int, upto: int | None) -> list[dict[str, Any]]:
+def stored_events(workflow_id: int, after: int, upto: int | None) -> list[Envelope]:
     events = selectors.event_list_after(workflow_id=workflow_id, after_seq=after)
     if upto is not None:
         events = events.filter(seq__lte=upto)
-    return [live.event_as_json(event) for event in events[:REPLAY_BATCH]]
+    return [Envelope.from_row(event) for event in events[:REPLAY_BATCH]]
 
 
 class WorkflowConsumer(AsyncJsonWebsocketConsumer):
@@ -62,48 +76,76 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_BAD_REQUEST)
             return
         self.user = user
+        self.ordered = asyncio.Lock()
+        """Held while events are sent, so a live event and a catch-up never interleave."""
+        self.heard = time.monotonic()
+        self.settled = False
+        """Whether the last stored event sent was a run's final status."""
         # Subscribe before replaying: anything stored meanwhile arrives live and is
         # de-duplicated by seq, so there is neither a gap nor a duplicate.
-        await self.channel_layer.group_add(live.viewers_group(self.workflow_id), self.channel_name)
+        group = broadcast.viewers_group(self.workflow_id)
+        await self.channel_layer.group_add(group, self.channel_name)
         self.subscribed = True
-        await self.replay(upto=None)
+        async with self.ordered:
+            await self.replay(upto=None)
+        self.watcher = asyncio.create_task(self.catch_up())
 
     async def disconnect(self, code: int) -> None:
         """Called when the socket closes; the run goes on without it."""
+        if hasattr(self, "watcher"):
+            self.watcher.cancel()
         if getattr(self, "subscribed", False):
-            await self.channel_layer.group_discard(
-                live.viewers_group(self.workflow_id), self.channel_name
-            )
+            group = broadcast.viewers_group(self.workflow_id)
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def replay(self, *, upto: int | None) -> None:
         """Send every stored event after last_seq (up to `upto`), in order."""
         while True:
             batch = await stored_events(self.workflow_id, self.last_seq, upto)
-            for event in batch:
-                await self.send_event(event)
+            for envelope in batch:
+                await self.send_event(envelope)
             if len(batch) < REPLAY_BATCH:
                 return
 
+    async def catch_up(self) -> None:
+        """Ask the database for stored events the layer did not bring: every few seconds of
+        silence while a run may be going, less often once the run has ended."""
+        interval = float(settings.POWERON_CATCH_UP_SECONDS)
+        while True:
+            quiet = interval * (IDLE_CATCH_UP_FACTOR if self.settled else 1)
+            await asyncio.sleep(max(0.05, quiet - (time.monotonic() - self.heard)))
+            if time.monotonic() - self.heard < quiet:
+                continue
+            self.heard = time.monotonic()
+            stored = (
+                await ChatWorkflow.objects.filter(pk=self.workflow_id)
+                .values_list("last_seq", flat=True)
+                .afirst()
+            )
+            if stored is not None and stored > self.last_seq:
+                async with self.ordered:
+                    await self.replay(upto=None)
+
     async def workflow_event(self, message: dict[str, Any]) -> None:
         """A live event from the run, already stored (or an unstored token delta)."""
-        event = message["event"]
-        seq = event.get("seq")
-        if seq is None:  # a live token delta: shown now, stored later in coalesced form
-            await self.send_event(event)
-            return
-        if seq <= self.last_seq:
-            return
-        if seq > self.last_seq + 1:  # the layer dropped something: the database has it
-            await self.replay(upto=seq - 1)
-        await self.send_event(event)
+        self.heard = time.monotonic()
+        data = message["event"]
+        seq = data.get("seq")
+        async with self.ordered:
+            if seq is not None and seq <= self.last_seq:
+                return
+            if seq is not None and seq > self.last_seq + 1:  # the layer dropped something
+                await self.replay(upto=seq - 1)
+            await self.send_event(Envelope.from_json(data))
 
-    async def send_event(self, event: dict[str, Any]) -> None:
-        if event.get("seq") is not None:
-            self.last_seq = max(self.last_seq, event["seq"])
+    async def send_event(self, envelope: Envelope) -> None:
+        if envelope.seq is not None:
+            self.last_seq = max(self.last_seq, envelope.seq)
+            self.settled = envelope.final
         if self.format == "json":
-            await self.send_json(event)
+            await self.send_json(envelope.as_json())
         else:
-            await self.send(text_data=render_event(event))
+            await self.send(text_data=render_event(envelope))
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """A command from the client: send, stop, steer, extend, approve, feedback, resume."""
@@ -113,8 +155,9 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             await self.send_notice(commands.describe(error), level="error")
             return
         if isinstance(command, commands.Resume):
-            self.last_seq = command.after
-            await self.replay(upto=None)
+            async with self.ordered:
+                self.last_seq = command.after
+                await self.replay(upto=None)
             return
         try:
             confirmation = await commands.execute(
@@ -128,10 +171,6 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
 
     async def send_notice(self, text: str, *, level: str) -> None:
         """A message for this client only: not stored, not part of the workflow."""
-        event = {
-            "workflow": self.workflow_id,
-            "seq": None,
-            "type": "notice",
-            "payload": {"level": level, "text": text},
-        }
-        await self.send_event(event)
+        notice = NoticeEvent(round=0, level=level, text=text)  # type: ignore[arg-type]
+        async with self.ordered:
+            await self.send_event(Envelope(workflow=self.workflow_id, seq=None, event=notice))

@@ -1,62 +1,101 @@
-"""Events as HTML: one exhaustive map from event type to its fragment template.
+"""Events as HTML: one exhaustive match from each event type to its fragment.
 
-Each fragment is a set of HTMX out-of-band swaps; the first element carries the event's
-seq so the page can skip anything it already has.
+A fragment is a set of HTMX out-of-band swaps. Its first element is the event's metadata
+(`#event-meta`, with data attributes: seq, type, key, role, final) so the page keeps its
+replay position and streams deltas without reading anything out of the markup.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, assert_never
 
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from .markdown import render_markdown
+from workflows.contract import Envelope, NoticeEvent, RunEvent
+from workflows.engine.events import (
+    ActEvent,
+    ActionPlanEvent,
+    ApprovalEvent,
+    AskEvent,
+    DeltaEvent,
+    DocumentEvent,
+    ErrorEvent,
+    MessageEvent,
+    ObserveEvent,
+    PlanEvent,
+    RefineEvent,
+    ReviewEvent,
+    RoundEvent,
+    StatusEvent,
+    StepEvent,
+    TaskEvent,
+    TaskPlanEvent,
+    ThoughtEvent,
+    UsageEvent,
+)
+from workflows.markdown import render_markdown
 
-EventType = Literal[
-    "round",
-    "taskplan",
-    "task",
-    "plan",
-    "act",
-    "observe",
-    "refine",
-    "review",
-    "thought",
-    "delta",
-    "message",
-    "document",
-    "usage",
-    "status",
-    "error",
-    "ask",
-    "approval",
-    "notice",
-]
-EVENT_TYPES: tuple[str, ...] = get_args(EventType)
+CHART_PX = 48
+CHART_FULL_MS = 20_000
+CHART_FULL_TOKENS = 8_000
 
 
 def template_for(event_type: str) -> str:
-    """The fragment template of an event type (tests check that every type has its file)."""
+    """The fragment template of an event type."""
     return f"workflows/events/{event_type}.html"
 
 
-def render_event(event: dict[str, Any]) -> str:
-    """The HTML fragment for one event in its public JSON shape."""
-    event_type = event["type"]
-    if event_type not in EVENT_TYPES:  # a type this build does not know: show it plainly
-        event_type = "notice"
-        event = {**event, "payload": {"level": "info", "text": f"{event['type']} event"}}
-    payload = event.get("payload") or {}
+def render_event(envelope: Envelope) -> str:
+    """The HTML fragment of one event."""
+    event = envelope.event
+    extra: dict[str, Any] = {}
+    match event:
+        case MessageEvent():
+            if event.role in ("assistant", "system"):
+                extra["html"] = mark_safe(render_markdown(event.content))  # noqa: S308
+        case StepEvent():
+            extra["bars"] = chart_bars(event.durationMs, event.tokens)
+        case StatusEvent():
+            extra["code"] = event.code.replace("_", " ")
+        case (
+            RoundEvent()
+            | TaskPlanEvent()
+            | TaskEvent()
+            | ActionPlanEvent()
+            | PlanEvent()
+            | ActEvent()
+            | ObserveEvent()
+            | RefineEvent()
+            | ReviewEvent()
+            | ThoughtEvent()
+            | DeltaEvent()
+            | DocumentEvent()
+            | UsageEvent()
+            | ErrorEvent()
+            | AskEvent()
+            | ApprovalEvent()
+            | RunEvent()
+            | NoticeEvent()
+        ):
+            pass
+        case _:
+            assert_never(event)
     context = {
-        "event": event,
-        "p": payload,
-        "r": event.get("round", 0),
-        "t": event.get("task", 0),
-        "a": event.get("action", 0),
-        "workflow_id": event.get("workflow"),
-        "code": str(payload.get("code") or "").replace("_", " "),
+        "e": event,
+        "seq": envelope.seq,
+        "final": envelope.final,
+        "workflow_id": envelope.workflow,
+        "r": event.round,
+        "t": event.task,
+        "a": event.action,
+        **extra,
     }
-    if event_type == "message" and payload.get("role") in ("assistant", "system"):
-        context["html"] = mark_safe(render_markdown(payload.get("content", "")))  # noqa: S308
-    return render_to_string(template_for(event_type), context)
+    return render_to_string(template_for(event.type), context)
+
+
+def chart_bars(duration_ms: int, tokens: int) -> tuple[int, int]:
+    """Bar heights in pixels for a step's duration and tokens (full bar: 20 s, 8,000)."""
+    duration = min(CHART_PX, round(duration_ms * CHART_PX / CHART_FULL_MS))
+    spent = min(CHART_PX, round(tokens * CHART_PX / CHART_FULL_TOKENS))
+    return max(2, duration), max(2, spent)

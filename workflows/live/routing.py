@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .consumers import WorkflowConsumer
+from .consumer import WorkflowConsumer
 
 websocket_urlpatterns = [
     path("ws/workflows/<int:workflow_id>/", WorkflowConsumer.as_asgi()),

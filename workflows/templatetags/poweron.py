@@ -2,7 +2,7 @@
 
 from django import template
 
-from workflows import agent
+from workflows.execution import setup
 
 register = template.Library()
 
@@ -10,10 +10,10 @@ register = template.Library()
 @register.simple_tag
 def tool_overview() -> list[dict]:
     """The site's tool catalog with the reason each unavailable tool is left out."""
-    return agent.tool_overview()
+    return setup.tool_overview()
 
 
 @register.simple_tag
 def model_label() -> str:
     """The model the agent uses, or "demo model" when none is configured."""
-    return agent.model_label()
+    return setup.model_label()

@@ -14,7 +14,7 @@ from docx.table import Table
 from docx.text.paragraph import Paragraph
 from pypdf import PdfReader
 
-from .extract import Extracted, ExtractionError, Limits, Section, markdown_table
+from .extracted import Extracted, ExtractionError, Limits, Section, markdown_table
 
 # --- PDF ---------------------------------------------------------------------------------
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from workflows.engine.contracts import LLM, ActionContext, DocumentRef, Message, untrusted
 from workflows.engine.demo import DEMO_LABEL
 
-from .extract import Extracted, ExtractionError, Limits, extract
+from .extract import extract
+from .extracted import Extracted, ExtractionError, Limits
 
 DEFAULT_CHUNK_CHARS = 12_000
 DEFAULT_MAX_CHUNKS = 24

@@ -58,10 +58,6 @@ class ToolRegistry:
         """The usable tools, in catalog order."""
         return list(self._tools.values())
 
-    def get(self, name: str) -> Tool | None:
-        """The usable tool of that name, or None."""
-        return self._tools.get(name)
-
     def unavailable(self) -> dict[str, str]:
         """Tools left out of the catalog, each with the reason, for the UI and admin."""
         return dict(self._unavailable)
@@ -117,8 +113,8 @@ def search_unavailable(settings: Mapping[str, Any], connection_kinds: Iterable[s
         return reason
     if parsed.search_provider == "tavily" and not _secret_value(parsed.tavily_api_key):
         return (
-            "Tavily is selected but no API key is set (tavily_api_key), and the user has no "
-            "Tavily connection."
+            "Tavily is selected but no API key is set (POWERON_TAVILY_API_KEY), and the user "
+            "has no Tavily connection."
         )
     return None
 

@@ -81,9 +81,9 @@ async def web_search(
         else:
             outcome = await _searxng(fetcher, settings, params, language)
     except FetchError as error:
-        raise SearchError(f"The search provider could not be reached: {error}") from None
+        raise SearchError(f"{_provider(settings)} could not be reached: {error}") from None
     except ValueError:  # not JSON, or JSON of the wrong shape
-        raise SearchError("The search provider's answer could not be read") from None
+        raise SearchError(f"{_provider(settings)} answered with something unreadable") from None
     seen: set[str] = set()
     hits = []
     for hit in outcome.results:
@@ -93,14 +93,21 @@ async def web_search(
     return outcome.model_copy(update={"results": hits[: params.maxResults]})
 
 
+def _provider(settings: ToolSettings) -> str:
+    """The provider and the setting that points at it, for error messages."""
+    if settings.search_provider == "tavily":
+        return f"Tavily at {settings.tavily_base_url} (POWERON_TAVILY_URL)"
+    return f"SearXNG at {settings.searxng_url} (POWERON_SEARXNG_URL)"
+
+
 async def _tavily(
     fetcher: SafeFetcher, settings: ToolSettings, params: SearchParameters, secret: str | None
 ) -> SearchOutcome:
     key = secret or (settings.tavily_api_key.get_secret_value() if settings.tavily_api_key else "")
     if not key:
         raise SearchError(
-            "Tavily needs an API key: connect your own Tavily account, "
-            "or ask an admin to set tavily_api_key."
+            "Tavily needs an API key: add your own Tavily key under Connections, "
+            "or ask an admin to set POWERON_TAVILY_API_KEY."
         )
     body: dict[str, Any] = {
         "api_key": key,
@@ -124,7 +131,10 @@ async def _tavily(
         )
     except FetchError as error:
         if error.status in (401, 403):
-            raise SearchError("Tavily refused the API key (check the key or the plan)") from None
+            raise SearchError(
+                "Tavily refused the API key: check your Tavily connection or "
+                "POWERON_TAVILY_API_KEY (and the plan)"
+            ) from None
         if error.status == 429:
             raise SearchError("Tavily's rate limit is reached; try again later") from None
         raise

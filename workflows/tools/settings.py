@@ -95,7 +95,10 @@ class ToolSettings(BaseModel):
     def provider_unavailable(self) -> str | None:
         """Why web search cannot run with these settings, or None when it can."""
         if self.search_provider is None:
-            return "No search provider is configured (set search_provider to tavily or searxng)."
+            return (
+                "No search provider is configured: set POWERON_SEARCH_PROVIDER to tavily "
+                "(with POWERON_TAVILY_API_KEY) or searxng (with POWERON_SEARXNG_URL)."
+            )
         if self.search_provider == "searxng" and not self.searxng_url:
-            return "The SearXNG provider is selected but searxng_url is not set."
+            return "SearXNG is selected but POWERON_SEARXNG_URL is not set."
         return None

@@ -10,9 +10,11 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from workflows import runs, services
+from workflows.contract import Envelope
+from workflows.execution import launcher, settle
+from workflows.execution.runner import HEARTBEAT_SECONDS, RoundRunner
+from workflows.live import broadcast
 from workflows.models import ChatMessage
-from workflows.runner import HEARTBEAT_SECONDS, WorkflowRun
 
 
 @database_sync_to_async
@@ -41,15 +43,18 @@ class Command(BaseCommand):
     def handle(self, *args, concurrency: int | None, **options) -> None:
         if not settings.REDIS_URL:
             raise CommandError("run_workers needs REDIS_URL (the web processes send runs there)")
-        settled = services.runs_settle_interrupted(older_than_seconds=3 * HEARTBEAT_SECONDS)
+        settled = settle.cut_off_runs(older_than_seconds=3 * HEARTBEAT_SECONDS)
         if settled:
-            self.stdout.write(f"Settled cut-off runs: workflows {settled}")
+            self.stdout.write(f"Settled cut-off runs: workflows {list(settled)}")
         limit = concurrency or settings.POWERON_WORKER_CONCURRENCY
-        self.stdout.write(f"Worker ready: up to {limit} runs at once from {runs.RUNS_CHANNEL}")
-        asyncio.run(self.serve(limit))
+        self.stdout.write(f"Worker ready: up to {limit} runs at once from {launcher.RUNS_CHANNEL}")
+        asyncio.run(self.serve(limit, settled))
 
-    async def serve(self, limit: int) -> None:
+    async def serve(self, limit: int, settled: dict[int, list[Envelope]]) -> None:
         """Take runs one by one while there is room; on SIGTERM/SIGINT stop them and exit."""
+        for stored in settled.values():
+            for envelope in stored:
+                await broadcast.broadcast(envelope)
         layer = get_channel_layer()
         room = asyncio.Semaphore(limit)
         loop = asyncio.get_running_loop()
@@ -58,7 +63,7 @@ class Command(BaseCommand):
             loop.add_signal_handler(sig, stopping.set)
         while not stopping.is_set():
             await room.acquire()
-            receiving = asyncio.create_task(layer.receive(runs.RUNS_CHANNEL))
+            receiving = asyncio.create_task(layer.receive(launcher.RUNS_CHANNEL))
             stopper = asyncio.create_task(stopping.wait())
             done, _ = await asyncio.wait({receiving, stopper}, return_when=asyncio.FIRST_COMPLETED)
             stopper.cancel()
@@ -71,6 +76,6 @@ class Command(BaseCommand):
                 room.release()
                 continue
             self.stdout.write(f"Running workflow {message.workflow_id} round {message.round}")
-            task = runs.spawn(WorkflowRun(message.workflow, message))
+            task = launcher.spawn(RoundRunner(message.workflow, message))
             task.add_done_callback(lambda _: room.release())
-        await runs.cancel_all()  # each run records "Interrupted: the server stopped."
+        await launcher.cancel_all()  # each run records "Interrupted: the server stopped."

@@ -11,8 +11,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from workflows import services
+from workflows.contract import Envelope
+from workflows.execution.runner import RoundRunner
 from workflows.models import ChatWorkflow
-from workflows.runner import WorkflowRun
 
 EXIT_BAD_ARGUMENTS = 2
 
@@ -55,13 +56,14 @@ class Command(BaseCommand):
             services.document_upload(workflow=workflow, name=path.name, data=path.read_bytes())
             for path in files
         ]
-        workflow, message = services.round_open(
+        workflow, message, opened = services.round_open(
             workflow_id=workflow.pk,
             owner=owner,
             text=task,
             document_ids=[upload.pk for upload in uploads],
         )
-        run = WorkflowRun(workflow, message, on_event=self.print_event)
+        self.print_event(opened)
+        run = RoundRunner(workflow, message, on_event=self.print_event)
         status = asyncio.run(run.execute())
         if status != ChatWorkflow.Status.COMPLETED:
             sys.exit(1)
@@ -75,6 +77,6 @@ class Command(BaseCommand):
         except User.DoesNotExist as missing:
             raise CommandError(f"no user named {username!r}") from missing
 
-    def print_event(self, event: dict) -> None:
-        self.stdout.write(json.dumps(event, ensure_ascii=False))
+    def print_event(self, event: Envelope) -> None:
+        self.stdout.write(json.dumps(event.as_json(), ensure_ascii=False))
         self.stdout.flush()

@@ -1,8 +1,10 @@
-"""Find runs that a crash or restart cut off, and give each a final status."""
+"""Find runs that a crash or restart cut off, give each a final status, and tell viewers."""
 
+from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand
 
-from workflows import services
+from workflows.execution import settle
+from workflows.live import broadcast
 
 
 class Command(BaseCommand):
@@ -18,6 +20,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, stale_after: int | None, **options) -> None:
-        settled = services.runs_settle_interrupted(older_than_seconds=stale_after)
+        settled = settle.cut_off_runs(older_than_seconds=stale_after)
+        for stored in settled.values():
+            for envelope in stored:
+                async_to_sync(broadcast.broadcast)(envelope)
         if settled:
-            self.stdout.write(f"Settled {len(settled)} cut-off run(s): workflows {settled}")
+            self.stdout.write(f"Settled {len(settled)} cut-off run(s): workflows {list(settled)}")

@@ -1,0 +1,212 @@
+"""The host grounds the truth: outcomes, answers and the closing of open work follow the facts,
+not the model's claims."""
+
+from __future__ import annotations
+
+from tests.engine.conftest import collect, make_state, of, params, review, select, stop, taskplan
+from workflows.engine.closing import OpenWork
+from workflows.engine.contracts import ActionResult, ProducedDocument
+from workflows.engine.events import (
+    AskEvent,
+    DeltaEvent,
+    MessageEvent,
+    PlanEvent,
+    RoundEvent,
+    StepEvent,
+    TaskEvent,
+)
+from workflows.engine.schemas import ActionSelection
+from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+
+CANARY = "The report 'Canary Report' is attached as canary_report.pdf."
+
+
+async def failing_search(params, ctx) -> ActionResult:
+    return ActionResult(success=False, error="the search provider answered 500")
+
+
+async def test_a_review_cannot_turn_a_failed_step_into_a_success() -> None:
+    """The only step failed; the review says success; the task and the round fail anyway."""
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), stop(), review("success")])
+    tools = FakeToolExecutor({"web.search": failing_search})
+    events = await collect(make_state(), llm, tools=tools)
+    llm.assert_complete()  # no final-answer call: nothing succeeded
+    verdict = of(events, "review")[0]
+    assert verdict.status == "failed"
+    assert verdict.reason.startswith("Not done: no action succeeded")
+    assert of(events, "task")[-1].status == "failed"
+    assert events[-1].type == "round" and events[-1].status == "failed"
+
+
+async def test_a_stage_two_failure_fails_the_task_whatever_the_review_says() -> None:
+    """Parameters invalid twice: the step fails; the review's "success" is overruled."""
+    llm = ScriptedLLM([taskplan("t"), select(), params(), params(), review("success")])
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    assert of(events, "step")[-1].status == "failed"
+    assert of(events, "review")[0].status == "failed"
+    assert of(events, "task")[-1].status == "failed"
+    assert events[-1].status == "failed"
+
+
+async def test_every_invalid_selection_fails_the_round_and_the_answer_claims_nothing() -> None:
+    """A model that never writes valid JSON: failed round, and an answer from the facts that
+    names no document."""
+    llm = ScriptedLLM([taskplan("t"), "not json", "still not json", review("success")])
+    store = MemoryStore()
+    events = await collect(make_state(), llm, store=store)
+    llm.assert_complete()
+    answer = of(events, "message")[-1]
+    assert answer.role == "assistant" and answer.status == "failed" and answer.documents == []
+    assert answer.content.startswith("I could not complete this request. No step succeeded.")
+    assert "No document was produced." in answer.content
+    assert "attached" not in answer.content
+    assert events[-1].status == "failed"
+
+
+async def test_the_answer_lists_only_real_documents_and_flags_invented_ones() -> None:
+    """The prompt names the produced documents; a file the model invents is pointed out."""
+    llm = ScriptedLLM(
+        [taskplan("t"), select(), params(query="q"), stop(), review(), f"Found it. {CANARY}"]
+    )
+    events = await collect(make_state(), llm)
+    final_prompt = llm.calls[-1].messages[-1]["content"]
+    assert "## Documents produced\n- search_results.json (application/json)" in final_prompt
+    answer = of(events, "message")[-1]
+    assert [d.name for d in answer.documents] == ["search_results.json"]
+    assert answer.content.startswith(f"Found it. {CANARY}")
+    assert "no document named “canary_report.pdf” exists" in answer.content
+    assert answer.status == "completed"
+
+
+async def test_an_answer_claiming_an_attachment_when_none_exists_is_corrected() -> None:
+    """Nothing was produced (the search keeps no document here): "attached" gets a note."""
+
+    async def no_documents(params, ctx) -> ActionResult:
+        return ActionResult(success=True, notes=["3 results"])
+
+    llm = ScriptedLLM(
+        [taskplan("t"), select(), params(query="q"), stop(), review(), "The report is attached."]
+    )
+    events = await collect(make_state(), llm, tools=FakeToolExecutor({"web.search": no_documents}))
+    answer = of(events, "message")[-1]
+    assert "this round produced no document, so nothing is attached" in answer.content
+    assert "(none: no document was produced" in llm.calls[-1].messages[-1]["content"]
+
+
+async def test_a_round_where_one_of_two_tasks_fails_says_so_first() -> None:
+    """Task 1 succeeds, task 2 fails: the round fails, and the answer opens with the failure."""
+    llm = ScriptedLLM(
+        [
+            taskplan("first", "second"),
+            select(), params(query="a"), stop(), review(),
+            select(), params(query="b"), stop(), review("success"),
+            "Here is what I found.",
+        ]
+    )  # fmt: skip
+    calls = {"n": 0}
+
+    async def second_fails(params, ctx) -> ActionResult:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            return ActionResult(success=False, error="down")
+        doc = ProducedDocument(name="r.json", mime="application/json", data=b"[]")
+        return ActionResult(success=True, documents=[doc])
+
+    events = await collect(make_state(), llm, tools=FakeToolExecutor({"web.search": second_fails}))
+    llm.assert_complete()
+    assert [t.status for t in of(events, "task") if t.status in ("success", "failed")] == [
+        "success",
+        "failed",
+    ]
+    answer = of(events, "message")[-1]
+    assert answer.content.startswith("**Not everything worked:** task 2 (second) failed")
+    assert answer.content.endswith("Here is what I found.")
+    assert events[-1].status == "failed"
+    assert events[-1].reason.startswith("1 of 2 tasks did not succeed: Task 2:")
+
+
+async def test_a_task_with_no_successful_step_is_failed_even_without_a_review() -> None:
+    """No valid review: the stop reason alone cannot make a failed task a success."""
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), stop(), "bad", "bad"])
+    events = await collect(
+        make_state(), llm, tools=FakeToolExecutor({"web.search": failing_search})
+    )
+    assert of(events, "review")[0].status == "failed"
+    assert "no action succeeded" in of(events, "review")[0].reason
+
+
+async def test_reasoning_reads_the_attached_documents_first(store) -> None:
+    """Reasoning extracts this round's attachments as a visible step; thoughts see the text."""
+    thought = {"current_thinking": "Done.", "planning": [], "next_thought_needed": False}
+    llm = ScriptedLLM([thought])
+    store.add("plan.md", "text/markdown", b"# Plan\nShip on Friday.", label="round1_upload")
+    events = await collect(make_state(mode="reasoning"), llm, store=store)
+    plan = of(events, "plan")[0]
+    assert plan.selection.action == "document.extract"
+    assert plan.selection.requiredInputDocuments == [
+        "docList:round1_uploads",
+        "docList:round1_upload",
+    ]
+    assert [s.status for s in of(events, "step")] == ["started", "success"]
+    prompt = llm.calls[0].messages[-1]["content"]
+    assert "Ship on Friday." in prompt and "UNTRUSTED DATA" in prompt
+
+
+async def test_reasoning_says_why_when_it_cannot_read_the_attachments(store) -> None:
+    """Without document.extract, the step fails with the reason and the thoughts are told."""
+    thought = {"current_thinking": "Done.", "planning": [], "next_thought_needed": False}
+    llm = ScriptedLLM([thought])
+    store.add("plan.md", "text/markdown", b"# Plan", label="round1_upload")
+    tools = FakeToolExecutor()
+    tools._tools = [t for t in tools._tools if t.name != "document.extract"]
+    events = await collect(make_state(mode="reasoning"), llm, tools=tools, store=store)
+    assert "document.extract is not available" in of(events, "error")[0].message
+    assert "could not be read" in llm.calls[0].messages[-1]["content"]
+
+
+def test_open_work_closes_everything_a_cut_off_round_left_open() -> None:
+    """Tasks, the step, a question and a streamed answer are closed; a pending task is
+    skipped; the round ends as stopped."""
+    opened = OpenWork(
+        [
+            RoundEvent(round=2, status="started", mode="react", model="m"),
+            TaskEvent(round=2, task=1, status="pending", objective="a"),
+            TaskEvent(round=2, task=2, status="pending", objective="b"),
+            TaskEvent(round=2, task=1, status="running", objective="a"),
+            StepEvent(round=2, task=1, action=1, status="started", step=1),
+            PlanEvent(
+                round=2, task=1, action=1, step=1, selection=ActionSelection(action="web.search")
+            ),
+            AskEvent(round=2, task=1, question="More?", stepsDone=1),
+            DeltaEvent(round=2, key="round2_answer", text="Half ", offset=0),
+            DeltaEvent(round=2, key="round2_answer", text="an answer", offset=5),
+        ]
+    )
+    closing = opened.closing("stopped", "Stopped by the user.")
+    assert [(e.type, getattr(e, "status", "")) for e in closing] == [
+        ("message", "stopped"),
+        ("ask", "cancelled"),
+        ("step", "stopped"),
+        ("task", "stopped"),
+        ("task", "skipped"),
+        ("round", "stopped"),
+    ]
+    message = closing[0]
+    assert isinstance(message, MessageEvent) and message.content == "Half an answer"
+    assert closing[2].method == "web.search" and closing[2].reason == "Stopped by the user."
+
+
+def test_open_work_of_a_finished_round_is_empty() -> None:
+    """Nothing to close after a round that ended on its own."""
+    opened = OpenWork(
+        [
+            RoundEvent(round=1, status="started"),
+            TaskEvent(round=1, task=1, status="pending"),
+            TaskEvent(round=1, task=1, status="success"),
+            StepEvent(round=1, task=1, action=1, status="started", step=1),
+            StepEvent(round=1, task=1, action=1, status="success", step=1),
+            RoundEvent(round=1, status="completed"),
+        ]
+    )
+    assert opened.closing("failed", "x") == []

@@ -1,0 +1,72 @@
+"""One valid event of every type of the contract, placed in round 1, task 1, action 1."""
+
+from __future__ import annotations
+
+from workflows.contract import NoticeEvent, RunEvent
+from workflows.engine.contracts import DocumentRef
+from workflows.engine.events import (
+    ActEvent,
+    ActionPlanEvent,
+    ApprovalEvent,
+    AskEvent,
+    BaseEvent,
+    DeltaEvent,
+    DocumentEvent,
+    ErrorEvent,
+    MessageEvent,
+    ObserveEvent,
+    PlanEvent,
+    PlannedStep,
+    RefineEvent,
+    ReviewEvent,
+    RoundEvent,
+    StatusEvent,
+    StepEvent,
+    TaskEvent,
+    TaskPlanEvent,
+    ThoughtEvent,
+    UsageEvent,
+)
+from workflows.engine.schemas import ActionSelection, Observation, PlanStep, TaskItem
+
+STEP = {"round": 1, "task": 1, "action": 1}
+
+
+def samples(document: DocumentRef) -> dict[str, BaseEvent]:
+    """Every event type, keyed by type; `document` must exist for the document links."""
+    return {
+        "round": RoundEvent(round=1, status="started", mode="react", model="m"),
+        "taskplan": TaskPlanEvent(round=1, overview="o", tasks=[TaskItem(objective="x")]),
+        "task": TaskEvent(round=1, task=1, status="pending", objective="Find X"),
+        "actionplan": ActionPlanEvent(
+            round=1, task=1, actions=[PlannedStep(action="web.search", objective="look")]
+        ),
+        "step": StepEvent(**STEP, status="started", step=1),
+        "plan": PlanEvent(**STEP, step=1, selection=ActionSelection(action="web.search")),
+        "act": ActEvent(**STEP, method="web.search", parameters={"query": "x"}),
+        "approval": ApprovalEvent(
+            **STEP, method="web.search", parameters={"query": "x"}, status="waiting"
+        ),
+        "observe": ObserveEvent(
+            **STEP, observation=Observation(success=True, resultLabel="round1_task1_action1_r")
+        ),
+        "document": DocumentEvent(**STEP, document=document),
+        "refine": RefineEvent(**STEP, decision="stop", reason="done", criteriaMet=True),
+        "message": MessageEvent(**STEP, key="k1", role="action", content="c", summary="s"),
+        "review": ReviewEvent(round=1, task=1, status="success", reason="ok"),
+        "thought": ThoughtEvent(
+            round=1,
+            task=1,
+            number=1,
+            thinking="hm",
+            planning=[PlanStep(description="d")],
+            nextThoughtNeeded=True,
+        ),
+        "delta": DeltaEvent(round=1, key="round1_answer", text="Hel", offset=0),
+        "usage": UsageEvent(**STEP, kind="select", prompt_tokens=10, completion_tokens=2),
+        "status": StatusEvent(round=1, task=1, code="token_budget", reason="spent"),
+        "error": ErrorEvent(**STEP, kind="validation", message="action: Field required"),
+        "ask": AskEvent(round=1, task=1, question="More?", stepsDone=5),
+        "run": RunEvent(round=1, status="completed", reason="done"),
+        "notice": NoticeEvent(round=0, level="info", text="hello"),
+    }

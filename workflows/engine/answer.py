@@ -1,0 +1,177 @@
+"""The round's final answer, written from facts.
+
+The host knows what happened: which tasks failed, which documents exist. A round where
+nothing succeeded is answered by the engine itself, without a model call; otherwise the
+model writes the answer from the real outcome and results, after a plain line that says
+what failed, and any file it names that does not exist is pointed out below it. The
+produced documents travel with the answer message, so the page links the real ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+from .contracts import DocumentRef, Usage, untrusted
+from .core import RoundContext
+from .events import DeltaEvent, Event, MessageEvent
+from .prompts import build
+
+_EXTENSION = r"\.(?:pdf|md|markdown|html?|docx?|csv|json|txt|xlsx?|pptx?)"
+_FILE_NAME = re.compile(
+    rf"[“\"'`]([^“”\"'`\n]{{1,80}}{_EXTENSION})[”\"'`]|\b([\w.-]{{1,80}}{_EXTENSION})\b",
+    re.IGNORECASE,
+)
+"""A file name: quoted (it may hold spaces) or a single word with a document extension."""
+_ATTACHED = re.compile(r"\b(attached|enclosed|saved (?:as|to)|see the (?:report|file))\b", re.I)
+
+
+def answer_key(ctx: RoundContext) -> str:
+    """The key of the round's answer message (its deltas carry it too)."""
+    return f"round{ctx.round}_answer"
+
+
+def produced_documents(ctx: RoundContext) -> list[DocumentRef]:
+    """The documents this round produced or fetched (not the user's uploads)."""
+    return [ref for ref in ctx.store.index() if ref.round == ctx.round and ref.source != "uploaded"]
+
+
+def outcome_text(ctx: RoundContext) -> str:
+    """What each task did, one block per task, failed steps included."""
+    if not ctx.tasks:
+        return "No actions were needed."
+    blocks = []
+    for task in ctx.tasks:
+        head = f"Task {task.number} ({task.status}): {task.item.objective}"
+        if task.stop_reason:
+            head += f" — stopped: {task.stop_reason}"
+        blocks.append("\n".join([head, *(f"  {step.line()}" for step in task.steps)]))
+    return "\n".join(blocks)
+
+
+def results_text(ctx: RoundContext) -> str:
+    """Document previews and web findings of every step, fenced and capped."""
+    parts: list[str] = []
+    for task in ctx.tasks:
+        for step in task.steps:
+            obs = step.observation
+            lines = [f"{p.name}: {p.snippet}" for p in obs.previews]
+            lines += [
+                f"{f.title or f.url} ({f.url}): {' '.join(f.keyPoints)}" for f in obs.findings
+            ]
+            if lines:
+                parts.append(untrusted(obs.resultLabel, "\n".join(lines)))
+    text = "\n".join(parts) or "(no results)"
+    limit = ctx.state.caps.final_context_chars
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def documents_text(documents: list[DocumentRef]) -> str:
+    """The produced documents for the answer prompt, or a plain statement that there are none."""
+    if not documents:
+        return "(none: no document was produced, so do not say that anything is attached)"
+    return "\n".join(f"- {ref.name} ({ref.mime})" for ref in documents)
+
+
+def failures_line(ctx: RoundContext) -> str:
+    """What did not succeed, in plain words ("" when every task succeeded)."""
+    failed = [t for t in ctx.tasks if t.status != "success"]
+    if not failed:
+        return ""
+    parts = [
+        f"task {t.number} ({t.item.objective[:80]}) {t.status}"
+        + (f" — {t.stop_reason}" if t.stop_reason else "")
+        for t in failed
+    ]
+    return "**Not everything worked:** " + "; ".join(parts) + "\n\n"
+
+
+def unsupported_claims(text: str, ctx: RoundContext, produced: list[DocumentRef]) -> str:
+    """A note on files the answer names that do not exist ("" when it names only real ones)."""
+    known = {ref.name.lower() for ref in ctx.store.index()}
+    named = {quoted or bare for quoted, bare in _FILE_NAME.findall(text)}
+    invented = sorted((name for name in named if name.lower() not in known), key=str.lower)
+    notes = [f"no document named “{name}” exists in this workflow" for name in invented]
+    if not produced and _ATTACHED.search(text):
+        notes.append("this round produced no document, so nothing is attached")
+    return "\n\n> Note from PowerOn: " + "; ".join(notes) + "." if notes else ""
+
+
+async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
+    """Stream the final answer, then emit it whole as a message with its documents."""
+    key = answer_key(ctx)
+    documents = produced_documents(ctx)
+    succeeded = any(step.observation.success for task in ctx.tasks for step in task.steps)
+    if exhausted := ctx.budget.exhausted():
+        text = f"I stopped early: {exhausted[1]}\n\n{outcome_text(ctx)}"
+        yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
+    elif ctx.tasks and not succeeded:
+        text = failed_answer(ctx, documents)
+        yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
+    else:
+        text = failures_line(ctx)
+        if text:
+            yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
+        messages = build(
+            "final",
+            language=ctx.state.language,
+            prompt=ctx.state.prompt,
+            outcome=outcome_text(ctx),
+            documents=documents_text(documents),
+            results=results_text(ctx),
+        )
+        async for piece in ctx.llm.stream_text(messages, kind="final"):
+            if isinstance(piece, Usage):
+                yield ctx.usage(piece)
+            elif piece:
+                yield DeltaEvent(round=ctx.round, key=key, text=piece, offset=len(text))
+                text += piece
+        if note := unsupported_claims(text, ctx, documents):
+            yield DeltaEvent(round=ctx.round, key=key, text=note, offset=len(text))
+            text += note
+    yield MessageEvent(
+        round=ctx.round,
+        key=key,
+        role="assistant",
+        content=text,
+        summary=first_sentence(text),
+        documents=documents,
+        success=ctx.outcome[0] != "failed",
+        learnings=ctx.learnings,
+        status=ctx.outcome[0],
+    )
+
+
+def failed_answer(ctx: RoundContext, documents: list[DocumentRef]) -> str:
+    """The answer when no step succeeded: what was tried and why it failed, from the facts."""
+    lines = ["I could not complete this request. No step succeeded."]
+    for task in ctx.tasks:
+        reason = task.stop_reason or task.status
+        lines.append(f"- Task {task.number} ({task.item.objective}): {reason}")
+    if documents:
+        lines.append("Documents kept from the attempt: " + ", ".join(d.name for d in documents))
+    else:
+        lines.append("No document was produced.")
+    return "\n".join(lines)
+
+
+def unavailable_answer(ctx: RoundContext) -> MessageEvent:
+    """The answer when the model could not be reached: short, the error says the rest."""
+    text = "I could not finish this request because the model is unavailable (see the error)."
+    return MessageEvent(
+        round=ctx.round,
+        key=answer_key(ctx),
+        role="assistant",
+        content=text,
+        summary=text,
+        documents=produced_documents(ctx),
+        success=False,
+        status="failed",
+    )
+
+
+def first_sentence(text: str, limit: int = 240) -> str:
+    """The answer's first sentence, as its summary."""
+    plain = " ".join(re.sub(r"[#*_`>]", "", text).split())
+    sentence = re.split(r"(?<=[.!?])\s", plain, maxsplit=1)[0]
+    return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"

@@ -1,0 +1,56 @@
+"""What Stage 1 and Actionplan's planning share: the task's catalog and the prompt around it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .contracts import Message, Tool
+from .core import RoundContext, TaskState
+from .guards import allowed_tools
+from .prompts import (
+    build,
+    fit_history,
+    render_catalog,
+    render_connections,
+    render_documents,
+    render_list,
+)
+from .schemas import FORBIDDEN_PARAMETER_NAMES
+
+FORBIDDEN_TEXT = ", ".join(sorted(FORBIDDEN_PARAMETER_NAMES))
+
+
+def task_tools(ctx: RoundContext, task: TaskState) -> list[Tool]:
+    """The actions this task may use, in catalog order."""
+    return allowed_tools(ctx.state.policy, task.item.taskType, ctx.tools.tools())
+
+
+def selection_messages(
+    ctx: RoundContext, task_state: TaskState, template: str, *, tools: list[Tool], **values: Any
+) -> list[Message]:
+    """A planning prompt with the task, catalog, documents, connections and learnings, its
+    history cut until the prompt fits (`values` fill the template's own fields)."""
+    task = task_state
+
+    def with_history(history: str) -> list[Message]:
+        return build(
+            template,
+            prompt=ctx.state.prompt,
+            objective=task.item.objective,
+            criteria=task.criteria(),
+            catalog=render_catalog(tools),
+            documents=render_documents(ctx.store.index()),
+            connections=render_connections(ctx.state.connections),
+            learnings=render_list(ctx.learnings),
+            forbidden=FORBIDDEN_TEXT,
+            history=history,
+            **values,
+        )
+
+    return fit_history(
+        with_history,
+        ctx.history(exclude_task=task.number),
+        ctx.round,
+        history_chars=ctx.state.caps.history_chars,
+        limit=ctx.state.caps.prompt_chars,
+    )
