@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -22,24 +24,22 @@ def env_bool(name: str, default: bool) -> bool:
 
 def env_int(name: str, default: int) -> int:
     """Read an integer variable, naming it when it is not a number."""
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return int(value)
-    except ValueError as error:
-        raise ValueError(f"{name} must be an integer, got {value!r}") from error
+    return _env_number(name, default, int, "an integer")
 
 
 def env_float(name: str, default: float) -> float:
     """Read a number variable (e.g. seconds), naming it when it is not a number."""
+    return _env_number(name, default, float, "a number")
+
+
+def _env_number(name: str, default: Any, parse: Callable[[str], Any], what: str) -> Any:
     value = os.environ.get(name, "").strip()
     if not value:
         return default
     try:
-        return float(value)
+        return parse(value)
     except ValueError as error:
-        raise ValueError(f"{name} must be a number, got {value!r}") from error
+        raise ValueError(f"{name} must be {what}, got {value!r}") from error
 
 
 def env_list(name: str, default: str) -> list[str]:

@@ -52,8 +52,7 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
             task.stop_code, task.stop_reason = exhausted
             yield ctx.status(*exhausted, task=task.number)
             return
-        step, opened = ctx.begin_step(task, number)
-        step.method = action.action
+        step, opened = ctx.begin_step(task, number, method=action.action)
         yield opened
         selection = ActionSelection(
             action=action.action,

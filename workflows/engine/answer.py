@@ -144,15 +144,15 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
 
 def failed_answer(ctx: RoundContext, documents: list[DocumentRef]) -> str:
     """The answer when no step succeeded: what was tried and why it failed, from the facts."""
-    lines = ["I could not complete this request. No step succeeded."]
-    for task in ctx.tasks:
-        reason = task.stop_reason or task.status
-        lines.append(f"- Task {task.number} ({task.item.objective}): {reason}")
+    tasks = [
+        f"- Task {task.number} ({task.item.objective}): {task.stop_reason or task.status}"
+        for task in ctx.tasks
+    ]
     if documents:
-        lines.append("Documents kept from the attempt: " + ", ".join(d.name for d in documents))
+        kept = "Documents kept from the attempt: " + ", ".join(d.name for d in documents)
     else:
-        lines.append("No document was produced.")
-    return "\n".join(lines)
+        kept = "No document was produced."
+    return "\n\n".join(["I could not complete this request. No step succeeded.", *tasks, kept])
 
 
 def unavailable_answer(ctx: RoundContext) -> MessageEvent:

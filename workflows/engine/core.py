@@ -204,10 +204,15 @@ class RoundContext:
             attempt=task.attempt,
         )
 
-    def begin_step(self, task: TaskState, number: int) -> tuple[Step, StepEvent]:
-        """Open the next step of a task, before its first model call."""
-        step = Step(self.round, task, task.next_action(), number, self.clock(), self.budget.tokens)
-        return step, StepEvent(**step.position(), status="started", step=number)
+    def begin_step(
+        self, task: TaskState, number: int, *, method: str = ""
+    ) -> tuple[Step, StepEvent]:
+        """Open the next step of a task, before its first model call (`method` when the
+        action is already known, as in Actionplan)."""
+        action = task.next_action()
+        step = Step(self.round, task, action, number, self.clock(), self.budget.tokens)
+        step.method = method
+        return step, StepEvent(**step.position(), status="started", step=number, method=method)
 
     def end_step(self, step: Step, *, reason: str = "") -> StepEvent:
         """Close a step with its status (from its action record) and its telemetry."""

@@ -118,7 +118,7 @@ async def read_attachments(
     if not attached:
         return
     index = render_documents(ctx.store.index())
-    step, opened = ctx.begin_step(task, 1)
+    step, opened = ctx.begin_step(task, 1, method=READER)
     yield opened
     tool = find_tool(ctx, READER)
     selection = ActionSelection(
@@ -137,7 +137,6 @@ async def read_attachments(
         yield ctx.end_step(step, reason=reason)
         out.value = f"{index}\n(The attached documents could not be read: {reason})"
         return
-    step.method = READER
     yield PlanEvent(**step.position(), selection=selection, step=1)
     defaults = DefaultsContext(ctx.state.language, task.item.taskType, ctx.state.prompt)
     prepared = prepare_parameters(tool, {}, defaults)
