@@ -11,6 +11,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app regi
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from workflows.execution import durable  # noqa: E402
 from workflows.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -21,3 +22,6 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+# Under Daphne, DBOS starts inside its loop: runs a crash cut off resume in this process.
+durable.launch_with_daphne()

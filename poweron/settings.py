@@ -185,6 +185,15 @@ if POWERON_RUNNER not in {"inline", "worker"}:
 if POWERON_RUNNER == "worker" and not REDIS_URL:
     raise ValueError("POWERON_RUNNER=worker needs REDIS_URL: workers and web share Redis")
 POWERON_WORKER_CONCURRENCY = env_int("POWERON_WORKER_CONCURRENCY", 8)
+# Durable runs (DBOS): the release whose runs this process resumes, this process's stable
+# name among the processes that run rounds, where the checkpoints live (default: SQLite under
+# POWERON_VAR_DIR, or the PostgreSQL app database in schema "dbos"), and failover.
+POWERON_APP_VERSION = os.environ.get("POWERON_APP_VERSION", "0.2.0")
+POWERON_EXECUTOR_ID = os.environ.get("POWERON_EXECUTOR_ID", "local")
+POWERON_DBOS_DATABASE_URL = os.environ.get("POWERON_DBOS_DATABASE_URL", "")
+POWERON_FAILOVER_SECONDS = env_float("POWERON_FAILOVER_SECONDS", 60.0)
+POWERON_QUEUE_POLL_SECONDS = env_float("POWERON_QUEUE_POLL_SECONDS", 1.0)
+POWERON_MAX_RUNS_PER_USER = env_int("POWERON_MAX_RUNS_PER_USER", 4)
 # A viewer that heard nothing for this long asks the database for events the layer dropped.
 POWERON_CATCH_UP_SECONDS = env_float("POWERON_CATCH_UP_SECONDS", 3.0)
 

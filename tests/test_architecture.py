@@ -92,7 +92,7 @@ def test_relative_and_submodule_imports_are_resolved():
     modules = app_modules()
     graph = {name: imported(name, path, set(modules)) for name, path in modules.items()}
     assert "workflows.live.broadcast" in graph["workflows.live.consumer"]
-    assert "workflows.execution.runner" in graph["workflows.execution.launcher"]
+    assert "workflows.execution.durable" in graph["workflows.execution.launcher"]
 
 
 def test_no_import_cycle_among_app_modules():

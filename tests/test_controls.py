@@ -15,7 +15,7 @@ from workflows import services
 from workflows.execution import launcher
 from workflows.models import ChatMessage, ChatWorkflow
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("durable")]
 
 UPLOAD = "docList:round1_upload"
 
@@ -218,13 +218,14 @@ async def test_a_lost_stop_message_still_stops_the_run(alice, model):
     await communicator.disconnect()
 
 
-async def test_a_run_cancelled_by_the_server_says_so(alice, model):
+async def test_a_run_cancelled_by_the_server_says_so(alice, model, durable):
     """A cancellation nobody asked for (the server shutting down) is not blamed on the user."""
     workflow, upload = await workflow_with_upload(alice)
     model.add(taskplan("Summarise"), FakeReply(content="{}", delay=60))
     communicator = await start(alice, workflow, upload)
     await receive_until(communicator, lambda e: e["type"] == "task")
-    launcher._tasks[workflow.pk].cancel()
+    runner = next(r for r in durable.RUNNERS.values() if r.workflow_id == workflow.pk)
+    runner.task.cancel()
     events = await receive_until(communicator, is_final)
     assert events[-1]["payload"]["status"] == "stopped"
     assert events[-1]["payload"]["reason"] == "Interrupted: the server stopped."

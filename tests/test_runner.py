@@ -8,7 +8,7 @@ from workflows import services
 from workflows.execution import launcher
 from workflows.models import ChatDocument, ChatMessage, ChatWorkflow
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("durable")]
 
 NOTES = b"""# Quarterly notes
 

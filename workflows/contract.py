@@ -23,10 +23,12 @@ FINAL_STATUSES = ("completed", "failed", "stopped")
 
 class RunEvent(BaseEvent):
     """The run's status as the host sees it. A final one (completed, failed, stopped) is the
-    last event of every run, however it ended; "stopping" is shown while a stop takes effect."""
+    last event of every run, however it ended. Before that: queued (waiting for a worker,
+    also when handed back), running (a worker took it, or it resumed after an interruption),
+    stopping (while a stop takes effect)."""
 
     type: Literal["run"] = "run"
-    status: Literal["stopping", "completed", "failed", "stopped"]
+    status: Literal["queued", "running", "stopping", "completed", "failed", "stopped"]
     reason: str = ""
 
     @property

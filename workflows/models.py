@@ -20,6 +20,7 @@ class ChatWorkflow(models.Model):
 
     class Status(models.TextChoices):
         IDLE = "idle", "Idle"
+        QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         STOPPING = "stopping", "Stopping"
         STOPPED = "stopped", "Stopped"
@@ -28,7 +29,7 @@ class ChatWorkflow(models.Model):
 
     Mode = models.TextChoices("Mode", [(mode.upper(), (mode, mode.capitalize())) for mode in MODES])
 
-    ACTIVE_STATUSES = (Status.RUNNING, Status.STOPPING)
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING, Status.STOPPING)
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workflows"
@@ -139,11 +140,24 @@ class ChatDocument(models.Model):
     file = models.FileField(upload_to=document_upload_to, max_length=500)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.PRODUCED)
     source_url = models.URLField(max_length=2000, blank=True)
+    key = models.CharField(
+        max_length=64,
+        null=True,
+        blank=True,
+        help_text="round:task:action:position of the step that wrote it (written once).",
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["created", "id"]
         indexes = [models.Index(fields=["workflow", "label"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workflow", "key"],
+                condition=models.Q(key__isnull=False),
+                name="document_written_once_per_step",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.label}/{self.name}"
@@ -175,6 +189,12 @@ class WorkflowEvent(models.Model):
     task = models.PositiveIntegerField(default=0)
     action = models.PositiveIntegerField(default=0)
     payload = models.JSONField(default=dict, blank=True)
+    ordinal = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The event's place in its round's own sequence (a resumed round stores "
+        "each event once).",
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -182,6 +202,11 @@ class WorkflowEvent(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["workflow", "seq"], name="event_seq_unique_per_workflow"
+            ),
+            models.UniqueConstraint(
+                fields=["workflow", "round", "ordinal"],
+                condition=models.Q(ordinal__isnull=False),
+                name="event_stored_once_per_round",
             ),
             models.CheckConstraint(condition=models.Q(seq__gt=0), name="event_seq_positive"),
         ]

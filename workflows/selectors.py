@@ -42,6 +42,30 @@ def event_list_after(*, workflow_id: int, after_seq: int) -> QuerySet[WorkflowEv
     return WorkflowEvent.objects.filter(workflow_id=workflow_id, seq__gt=after_seq).order_by("seq")
 
 
+def runs_waiting(*, before_workflow: int) -> int:
+    """How many queued runs wait ahead of this workflow's (queued earlier)."""
+    mine = ChatWorkflow.objects.filter(pk=before_workflow).values_list("updated", flat=True)
+    return ChatWorkflow.objects.filter(
+        status=ChatWorkflow.Status.QUEUED, updated__lt=mine[:1]
+    ).count()
+
+
+def open_question(*, workflow_id: int, kind: str) -> tuple[int, int] | None:
+    """The question of the current round that waits for an answer, as (task, number): for
+    "extend" the steps done, for "approve" the action. None when nothing waits."""
+    event_type = {"extend": "ask", "approve": "approval"}[kind]
+    round = ChatWorkflow.objects.filter(pk=workflow_id).values_list("current_round", flat=True)
+    last = (
+        WorkflowEvent.objects.filter(workflow_id=workflow_id, round=round[:1], type=event_type)
+        .order_by("-seq")
+        .first()
+    )
+    if last is None or last.payload.get("status") != "waiting":
+        return None
+    number = last.payload["stepsDone"] if kind == "extend" else last.action
+    return last.task, number
+
+
 def connection_kinds(*, user) -> set[str]:
     """The kinds of provider the user holds a connection for (never the secrets)."""
     return set(Connection.objects.filter(owner=user).values_list("kind", flat=True))

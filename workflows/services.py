@@ -40,6 +40,7 @@ def event_append(
     task: int = 0,
     action: int = 0,
     tokens: tuple[int, int] | None = None,
+    ordinal: int | None = None,
 ) -> WorkflowEvent:
     """Store the next event of a workflow under the next seq (one short transaction).
 
@@ -72,6 +73,7 @@ def event_append(
             task=task,
             action=action,
             payload=payload,
+            ordinal=ordinal,
         )
 
 
@@ -86,6 +88,7 @@ def document_create(
     source: str = ChatDocument.Source.PRODUCED,
     source_url: str = "",
     message: ChatMessage | None = None,
+    key: str | None = None,
 ) -> ChatDocument:
     """Store a file of a workflow under MEDIA_ROOT with its size and sha256."""
     # Keep only the last path component: a name can never climb out of the workflow folder.
@@ -102,6 +105,7 @@ def document_create(
         sha256=hashlib.sha256(data).hexdigest(),
         source=source,
         source_url=source_url[:2000],
+        key=key,
     )
     document.file.save(get_valid_filename(safe_name), ContentFile(data), save=False)
     document.save()
@@ -158,19 +162,32 @@ class WorkflowBusy(Exception):
 
 
 def round_open(
-    *, workflow_id: int, owner, text: str, document_ids: list[int]
+    *,
+    workflow_id: int,
+    owner,
+    text: str,
+    document_ids: list[int],
+    queued: bool = False,
+    max_runs: int = 0,
 ) -> tuple[ChatWorkflow, ChatMessage, Envelope]:
     """Claim an idle workflow for a new round, store the user's message with its event, and
     attach its uploads. The message is on record before any run starts.
 
     One run per workflow: the status update is a compare-and-set, so a second start loses.
+    At most `max_runs` runs per user at once (0: no limit).
     """
     with transaction.atomic():
+        going = ChatWorkflow.objects.filter(owner=owner, status__in=ChatWorkflow.ACTIVE_STATUSES)
+        if max_runs and going.exclude(pk=workflow_id).count() >= max_runs:
+            raise WorkflowBusy(
+                f"You already have {max_runs} runs going, the most allowed at once; wait for "
+                "one to finish or stop one."
+            )
         claimed = (
             ChatWorkflow.objects.filter(pk=workflow_id, owner=owner)
             .exclude(status__in=ChatWorkflow.ACTIVE_STATUSES)
             .update(
-                status=ChatWorkflow.Status.RUNNING,
+                status=ChatWorkflow.Status.QUEUED if queued else ChatWorkflow.Status.RUNNING,
                 status_reason="",
                 current_round=F("current_round") + 1,
                 current_task=0,

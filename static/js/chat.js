@@ -7,6 +7,7 @@
   if (!chat) return;
   let lastSeq = parseInt(chat.dataset.lastSeq || "0", 10);
   const streamed = {}; // message key -> characters shown so far
+  const attempts = {}; // message key -> the attempt being shown (a resumed run streams anew)
 
   // Every (re)connect asks for what came after the last event this page has.
   htmx.createWebSocket = function (url) {
@@ -39,6 +40,11 @@
       answers.appendChild(article);
       target = document.getElementById("stream-" + key);
     }
+    if (attempts[key] !== undefined && attempts[key] !== meta.dataset.attempt) {
+      target.textContent = ""; // the answer is being written again from the start
+      streamed[key] = 0;
+    }
+    attempts[key] = meta.dataset.attempt;
     const have = streamed[key] || 0;
     if (offset + piece.length <= have) return; // already shown
     if (offset > have) return; // a gap: the stored, coalesced delta fills it

@@ -236,7 +236,7 @@ async def test_cancellation_propagates_out_of_a_model_call() -> None:
 
 async def test_cancellation_propagates_while_waiting_for_the_user() -> None:
     class Waiting(AutoControls):
-        async def ask_continue(self, *, task: int, steps_done: int) -> int:
+        async def ask_continue(self, *, task: int, steps_done: int, timeout=None) -> int:
             await asyncio.sleep(60)
             return 0
 
@@ -256,3 +256,28 @@ async def test_cancellation_propagates_while_waiting_for_the_user() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_waiting_for_the_user_counts_against_the_budget_not_the_step() -> None:
+    """The approval wait is bounded by what is left of the time budget, is spent from it,
+    and is left out of the step's duration."""
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 1.0  # every reading is a second later
+        return now[0]
+
+    class SlowApprover(AutoControls):
+        async def approve(self, *, action, parameters, task, step, timeout):
+            self.timeouts = [*getattr(self, "timeouts", []), timeout]
+            now[0] += 100.0  # the user took 100 s
+            return True
+
+    controls = SlowApprover()
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="a"), stop(), review(), "ok"])
+    state = make_state(policy=Policy(approval=["web.*"]), budgets=Budgets(seconds=1000))
+    events = await collect(state, llm, controls=controls, clock=clock)
+    assert controls.timeouts[0] is not None and 900 < controls.timeouts[0] < 1000
+    step = of(events, "step")[-1]
+    assert step.status == "success" and step.durationMs < 50_000  # not the 100 s wait
+    assert of(events, "round")[-1].durationMs > 100_000  # but the round's time includes it

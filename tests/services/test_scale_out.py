@@ -14,7 +14,7 @@ from websockets.asyncio.client import connect
 from tests.live import is_final as final
 from tests.support.apps import PASSWORD, AppProcesses, app_env
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
-from tests.support.replies import select, taskplan
+from tests.support.replies import params, review, select, stop, taskplan
 
 pytestmark = pytest.mark.services
 
@@ -23,6 +23,12 @@ pytestmark = pytest.mark.services
 def model():
     with FakeOpenAIServer() as server:
         yield server
+
+
+THINK = select(
+    "ai.process",
+    parametersSchema={"fields": [{"name": "aiPrompt", "type": "string", "required": True}]},
+)
 
 
 def make_cluster(postgres_url, redis_url, tmp_path, model, **extra: str) -> AppProcesses:
@@ -129,22 +135,42 @@ async def test_worker_runs_the_round_and_the_web_process_streams_it(worker_clust
         await socket.send(json.dumps({"action": "stop"}))
         events = await run_until(socket, final)
     assert events[-1]["payload"]["status"] == "stopped"
-    assert f"Running workflow {workflow_id} round 1" in cluster.logs[-1].read_text()
+    ran = f"running round 1 of workflow {workflow_id}"
+    assert ran in cluster.logs[-1].read_text()  # in the worker,
+    assert ran not in cluster.logs[0].read_text()  # never in the web process
 
 
-async def test_stopping_a_worker_settles_its_runs(worker_cluster):
-    """A worker asked to shut down ends its runs as interrupted, never left "running"."""
+async def test_sigterm_hands_a_workers_round_back_and_another_resumes_it(worker_cluster):
+    """A worker asked to shut down leaves its round pending (shown as queued); the next
+    worker resumes it where it was and it completes, never left "running"."""
     model, port, worker, cluster = worker_cluster
-    model.add(taskplan("Think"), FakeReply(content="{}", delay=60))
+    model.add(
+        taskplan("Think"),
+        FakeReply(content=json.dumps(THINK), delay=60),  # cut off by the shutdown
+        THINK,
+        params(aiPrompt="Think it through"),
+        "A thought.",
+        stop(),
+        review(),
+        "Done.",
+    )
     cookie, workflow_id = sign_in_and_create_workflow(port)
     headers = {"Cookie": cookie, "Origin": "http://127.0.0.1"}
     url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
     async with connect(url, additional_headers=headers) as socket:
         await socket.send(json.dumps({"action": "send", "text": "Think hard"}))
-        await run_until(socket, lambda e: e["type"] == "task")
+        await run_until(socket, lambda e: e["type"] == "step")
+        while len(model.requests) < 2:  # the slow selection call is in flight
+            await asyncio.sleep(0.05)
         worker.terminate()
+        handed = await run_until(socket, lambda e: e["type"] == "run")
+        assert handed[-1]["payload"]["status"] == "queued"
+        assert worker.wait(timeout=15) == 0
+        cluster.worker()  # the next worker takes it from the queue
         events = await run_until(socket, final)
-    assert events[-1]["payload"] == {
-        "status": "stopped",
-        "reason": "Interrupted: the server stopped.",
-    }
+    assert events[-1]["payload"]["status"] == "completed"
+    assert any(e["type"] == "run" and e["payload"]["status"] == "running" for e in events)
+    seqs = [e["seq"] for e in handed + events if e["seq"] is not None]
+    assert seqs == sorted(set(seqs))  # no duplicate
+    assert "handed back 1 round(s)" in cluster.logs[1].read_text()
+    model.assert_complete()

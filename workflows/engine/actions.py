@@ -101,10 +101,10 @@ class MeteredLLM:
         return completion
 
     async def stream_text(
-        self, messages: Sequence[Message], *, kind: str
+        self, messages: Sequence[Message], *, kind: str, key: str = ""
     ) -> AsyncIterator[str | Usage]:
         """Delegate and count."""
-        async for item in self._llm.stream_text(messages, kind=kind):
+        async for item in self._llm.stream_text(messages, kind=kind, key=key):
             if isinstance(item, Usage):
                 self.usages.append(item)
             yield item
@@ -133,7 +133,14 @@ async def execute_action(
     params = call.prepared.values
     if needs_approval(ctx.state.policy, call.name):
         yield ApprovalEvent(**where, method=call.name, parameters=params, status="waiting")
-        approved = await ctx.controls.approve(action=call.name, parameters=params)
+        answer = ctx.controls.approve(
+            action=call.name,
+            parameters=params,
+            task=step.task.number,
+            step=step.action,
+            timeout=ctx.budget.remaining_seconds(),
+        )
+        approved = await ctx.wait_for_user(answer)
         yield ApprovalEvent(
             **where,
             method=call.name,
@@ -175,7 +182,7 @@ async def execute_action(
     except Exception as error:  # a tool bug must not end the round; CancelledError passes
         result = ActionResult(success=False, error=f"{type(error).__name__}: {error}")
     duration = int((ctx.clock() - started) * 1000)
-    for usage in metered.usages:
+    for usage in result.usage or metered.usages:
         yield ctx.usage(usage, task=step.task.number, action=step.action)
     if not result.success:
         yield ErrorEvent(**where, kind="tool", message=f"{call.name}: {result.error or 'failed'}")

@@ -120,7 +120,7 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
             documents=documents_text(documents),
             results=results_text(ctx),
         )
-        async for piece in ctx.llm.stream_text(messages, kind="final"):
+        async for piece in ctx.llm.stream_text(messages, kind="final", key=key):
             if isinstance(piece, Usage):
                 yield ctx.usage(piece)
             elif piece:

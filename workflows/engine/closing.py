@@ -32,6 +32,7 @@ class _Stream:
     task: int
     action: int
     text: str
+    attempt: str
 
 
 class OpenWork:
@@ -75,9 +76,10 @@ class OpenWork:
             case ApprovalEvent():
                 self.approvals.pop((event.task, event.action), None)
             case DeltaEvent():
-                stream = self.streams.setdefault(
-                    event.key, _Stream(event.round, event.task, event.action, "")
-                )
+                stream = self.streams.get(event.key)
+                if stream is None or stream.attempt != event.attempt:  # a new attempt restarts
+                    stream = _Stream(event.round, event.task, event.action, "", event.attempt)
+                    self.streams[event.key] = stream
                 if event.offset == len(stream.text):
                     stream.text += event.text
             case MessageEvent():

@@ -68,8 +68,11 @@ class LLM(Protocol):
         """Return a plain-text answer."""
         ...
 
-    def stream_text(self, messages: Sequence[Message], *, kind: str) -> AsyncIterator[str | Usage]:
-        """Yield text deltas as they arrive, then one final Usage."""
+    def stream_text(
+        self, messages: Sequence[Message], *, kind: str, key: str = ""
+    ) -> AsyncIterator[str | Usage]:
+        """Yield text deltas as they arrive, then one final Usage (`key`: the message being
+        streamed, for hosts that send the pieces on themselves)."""
         ...
 
 
@@ -127,6 +130,8 @@ class DocumentRef(BaseModel):
 
 class ProducedDocument(BaseModel):
     """A document an action made; the host stores it and hands back a DocumentRef."""
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
 
     name: str
     mime: str
@@ -219,6 +224,9 @@ class ActionResult(BaseModel):
     notes: list[str] = Field(default_factory=list)
     findings: list[WebFinding] = Field(default_factory=list)
     error: str | None = None
+    usage: list[Usage] = Field(default_factory=list)
+    """The model calls an executor reports for the action itself (e.g. a host that replays a
+    recorded action); when empty the engine counts the calls made through its own model."""
 
 
 @dataclass

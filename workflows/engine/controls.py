@@ -7,17 +7,30 @@ from typing import Any, Protocol
 
 
 class Controls(Protocol):
-    """Implemented by the host; the engine emits an event before awaiting any answer."""
+    """Implemented by the host; the engine emits an event before awaiting any answer.
 
-    async def ask_continue(self, *, task: int, steps_done: int) -> int:
+    `timeout` is what is left of the round's time budget (None: no limit); an answer that
+    does not come in time counts as "no".
+    """
+
+    async def ask_continue(self, *, task: int, steps_done: int, timeout: float | None) -> int:
         """At max steps: how many more steps the user grants (0 stops the task)."""
         ...
 
-    async def approve(self, *, action: str, parameters: dict[str, Any]) -> bool:
-        """Whether an action the policy marks for approval may run."""
+    async def approve(
+        self,
+        *,
+        action: str,
+        parameters: dict[str, Any],
+        task: int,
+        step: int,
+        timeout: float | None,
+    ) -> bool:
+        """Whether an action the policy marks for approval may run (`step`: its action
+        number in the task, so each question has its own answer)."""
         ...
 
-    def steering(self) -> list[str]:
+    async def steering(self) -> list[str]:
         """Drain the notes the user sent since the last call."""
         ...
 
@@ -44,17 +57,25 @@ class AutoControls:
         self.asked: list[tuple[int, int]] = []
         self.approvals: list[tuple[str, dict[str, Any]]] = []
 
-    async def ask_continue(self, *, task: int, steps_done: int) -> int:
+    async def ask_continue(self, *, task: int, steps_done: int, timeout: float | None) -> int:
         """The next scripted grant, 0 when none is left."""
         self.asked.append((task, steps_done))
         return self.extra_steps.pop(0) if self.extra_steps else 0
 
-    async def approve(self, *, action: str, parameters: dict[str, Any]) -> bool:
+    async def approve(
+        self,
+        *,
+        action: str,
+        parameters: dict[str, Any],
+        task: int,
+        step: int,
+        timeout: float | None,
+    ) -> bool:
         """The fixed approval answer."""
         self.approvals.append((action, parameters))
         return self.approval
 
-    def steering(self) -> list[str]:
+    async def steering(self) -> list[str]:
         """Every scripted note, once."""
         notes, self.notes = self.notes, []
         return notes

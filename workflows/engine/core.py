@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -35,6 +35,7 @@ from .schemas import Observation, TaskItem
 from .state import HistoryEntry, RoundState
 
 V = TypeVar("V")
+R = TypeVar("R")
 
 CALL_NAMES = {
     "taskplan": "task plan",
@@ -138,6 +139,8 @@ class Step:
     """The step number shown to people."""
     started: float
     tokens_before: int
+    waited_before: float = 0.0
+    """The round's waiting time (for the user's answers) when the step began."""
     status: str = "started"
     """Set by the step's action record: success, failed or rejected."""
     method: str = ""
@@ -171,6 +174,9 @@ class RoundContext:
         self.entries: list[HistoryEntry] = []
         """Messages this round added, oldest first."""
         self.tasks: list[TaskState] = []
+        self.waited = 0.0
+        """Seconds spent waiting for the user's answers: they count against the time budget,
+        not in a step's duration."""
         self.outcome: tuple[str, str] = ("completed", "")
         """The round's final status and reason, set by the mode that ran it."""
 
@@ -211,7 +217,7 @@ class RoundContext:
         action is already known, as in Actionplan)."""
         action = task.next_action()
         step = Step(self.round, task, action, number, self.clock(), self.budget.tokens)
-        step.method = method
+        step.method, step.waited_before = method, self.waited
         return step, StepEvent(**step.position(), status="started", step=number, method=method)
 
     def end_step(self, step: Step, *, reason: str = "") -> StepEvent:
@@ -222,9 +228,17 @@ class RoundContext:
             step=step.number,
             method=step.method,
             reason=reason,
-            durationMs=int((self.clock() - step.started) * 1000),
+            durationMs=int((self.clock() - step.started - self.waited + step.waited_before) * 1000),
             tokens=self.budget.tokens - step.tokens_before,
         )
+
+    async def wait_for_user(self, answer: Awaitable[R]) -> R:
+        """Await the user's answer, counting the wait against the budget but in no step."""
+        before = self.clock()
+        try:
+            return await answer
+        finally:
+            self.waited += self.clock() - before
 
     def status(self, code: str, reason: str, *, task: int = 0, action: int = 0) -> StatusEvent:
         """A status event at this round's position."""

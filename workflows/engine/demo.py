@@ -228,7 +228,7 @@ class DemoLLM:
         return TextCompletion(text, self._usage(kind, messages, text))
 
     async def stream_text(
-        self, messages: Sequence[Message], *, kind: str
+        self, messages: Sequence[Message], *, kind: str, key: str = ""
     ) -> AsyncIterator[str | Usage]:
         """The extractive answer, word by word, then its usage."""
         text = self.final(messages[-1]["content"] if messages else "")

@@ -194,6 +194,9 @@ class DeltaEvent(BaseEvent):
     text: str
     offset: int
     """Characters streamed before this piece."""
+    attempt: str = ""
+    """Which attempt at the message this piece belongs to: when a new one begins (a streamed
+    answer restarted after a crash), the text so far is dropped and streamed again."""
 
 
 class MessageEvent(BaseEvent):

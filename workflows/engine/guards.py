@@ -99,6 +99,12 @@ class Budget:
         """Milliseconds since the round started."""
         return int((self.clock() - self.started) * 1000)
 
+    def remaining_seconds(self) -> float | None:
+        """What is left of the time budget (None: no time limit)."""
+        if self.limits.seconds is None:
+            return None
+        return max(0.0, self.limits.seconds - (self.clock() - self.started))
+
     def exhausted(self) -> tuple[str, str] | None:
         """(code, reason) when the token or time budget is spent, else None."""
         limit = self.limits.tokens

@@ -177,7 +177,7 @@ class OpenAICompatibleLLM:
         return TextCompletion(text, self._usage(kind, response, latency))
 
     async def stream_text(
-        self, messages: Sequence[Message], *, kind: str
+        self, messages: Sequence[Message], *, kind: str, key: str = ""
     ) -> AsyncIterator[str | Usage]:
         """Yield text deltas as they arrive, then one Usage (estimated if the server sent none)."""
         started = time.perf_counter()

@@ -60,7 +60,10 @@ async def ask_to_continue(
 ) -> AsyncIterator[Event]:
     """At the step limit, ask the user for more steps; the partial work stays either way."""
     yield AskEvent(round=ctx.round, task=task.number, question=question, stepsDone=steps)
-    out.value = max(0, await ctx.controls.ask_continue(task=task.number, steps_done=steps))
+    answer = ctx.controls.ask_continue(
+        task=task.number, steps_done=steps, timeout=ctx.budget.remaining_seconds()
+    )
+    out.value = max(0, await ctx.wait_for_user(answer))
     yield AskEvent(
         round=ctx.round,
         task=task.number,
@@ -140,7 +143,7 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
 async def plan(ctx: RoundContext, step: Step, out: Out[ActionSelection]) -> AsyncIterator[Event]:
     """Stage 1: select one action and its references; no parameter values."""
     task = step.task
-    notes = ctx.controls.steering()
+    notes = await ctx.controls.steering()
     if notes:
         ctx.add_learnings([f"User note: {note}" for note in notes])
         yield ctx.status(

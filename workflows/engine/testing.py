@@ -103,7 +103,7 @@ class ScriptedLLM:
         return TextCompletion(text, self._usage(kind, messages, text))
 
     async def stream_text(
-        self, messages: Sequence[Message], *, kind: str
+        self, messages: Sequence[Message], *, kind: str, key: str = ""
     ) -> AsyncIterator[str | Usage]:
         """Yield the next reply word by word, then its usage."""
         text = self._next(messages, kind, None)

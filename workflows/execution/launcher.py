@@ -1,102 +1,124 @@
-"""Where runs live: one asyncio task per running workflow, decoupled from any socket.
+"""Starting, stopping and answering runs, from whichever process the user is connected to.
 
-Starting claims the workflow in the database (one run per workflow), so a second start is
-refused wherever it comes from. The run then executes in this process (POWERON_RUNNER
-"inline", the default) or in a `run_workers` process that takes it from the channel layer
-("worker"). Stopping is a control message to whichever process runs it.
+Starting claims the workflow in the database (one run per workflow, a few per user) and
+stores the user's message at once; the round then runs as a durable DBOS workflow, in this
+process (POWERON_RUNNER "inline", the default) or queued for `run_workers` processes
+("worker"). A stop cancels the DBOS workflow for good; the user's notes and answers travel
+as DBOS messages to the run, wherever it executes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
+from dbos import DBOS
 from django.conf import settings
 
-from workflows import services
+from workflows import selectors, services
 from workflows.contract import Envelope, RunEvent
 from workflows.live import broadcast
 from workflows.models import ChatWorkflow
 
-from . import recording
-from .runner import RoundRunner
+from . import durable, recording, runner, settle
+from .checkpoints import STEER_TOPIC, question_topic
 
 logger = logging.getLogger(__name__)
-
-_tasks: dict[int, asyncio.Task[str]] = {}
 
 
 class CommandRefused(Exception):
     """The request is understood but cannot be carried out now; the text says why."""
 
 
-RUNS_CHANNEL = "poweron-runs"
-"""Where `run_workers` processes take runs from (POWERON_RUNNER=worker)."""
-
-
 async def start_round(*, workflow_id: int, user, text: str, document_ids: list[int]) -> None:
-    """Open a round with the user's message and run it in the background."""
+    """Open a round with the user's message and run it durably in the background."""
+    queued = settings.POWERON_RUNNER == "worker"
     try:
         workflow, message, opened = await database_sync_to_async(services.round_open)(
-            workflow_id=workflow_id, owner=user, text=text, document_ids=document_ids
+            workflow_id=workflow_id,
+            owner=user,
+            text=text,
+            document_ids=document_ids,
+            queued=queued,
+            max_runs=settings.POWERON_MAX_RUNS_PER_USER,
         )
     except services.WorkflowBusy as busy:
         raise CommandRefused(str(busy)) from busy
     await broadcast.broadcast(opened)
-    if settings.POWERON_RUNNER == "worker":
-        await get_channel_layer().send(
-            RUNS_CHANNEL, {"type": "run.start", "workflow": workflow.pk, "message": message.pk}
-        )
-        return
-    spawn(RoundRunner(workflow, message))
+    await runner.start(workflow.pk, message.round, message.pk, queued=queued)
+    if queued:
+        waiting = await database_sync_to_async(queued_record)(workflow.pk, message.round)
+        await broadcast.broadcast(waiting)
 
 
-def spawn(run: RoundRunner) -> asyncio.Task[str]:
-    """Run in the background of this process, remembered until it ends."""
-    workflow_id = run.workflow.pk
-    task = asyncio.create_task(run.execute(), name=f"workflow-{workflow_id}")
-    _tasks[workflow_id] = task
-    task.add_done_callback(lambda done: _forget(workflow_id, done))
-    return task
-
-
-def _forget(workflow_id: int, task: asyncio.Task[str]) -> None:
-    if _tasks.get(workflow_id) is task:
-        del _tasks[workflow_id]
-    if not task.cancelled() and task.exception() is not None:
-        logger.error("run of workflow %s crashed", workflow_id, exc_info=task.exception())
-
-
-async def cancel_all() -> None:
-    """Cancel every run of this process and wait until each has recorded its final status."""
-    tasks = list(_tasks.values())
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+def queued_record(workflow_id: int, round: int) -> Envelope:
+    """Store that the round waits for a worker, and its place in the line."""
+    ahead = selectors.runs_waiting(before_workflow=workflow_id)
+    place = f" ({ahead} run{'s' if ahead != 1 else ''} ahead)" if ahead else ""
+    event = RunEvent(round=round, status="queued", reason=f"Waiting for a worker{place}.")
+    stored = recording.record(workflow_id, event)
+    assert stored is not None
+    return stored
 
 
 async def request_stop(*, workflow_id: int) -> None:
-    """Ask the run to stop now; it records what it did and ends as "stopped"."""
-    marked = await database_sync_to_async(
-        lambda: ChatWorkflow.objects.filter(
-            pk=workflow_id, status=ChatWorkflow.Status.RUNNING
-        ).update(status=ChatWorkflow.Status.STOPPING)
-    )()
+    """Stop the run now and for good; what it did is kept and it ends as "stopped"."""
+    marked = await ChatWorkflow.objects.filter(
+        pk=workflow_id, status__in=(ChatWorkflow.Status.RUNNING, ChatWorkflow.Status.QUEUED)
+    ).aupdate(status=ChatWorkflow.Status.STOPPING)
     if not marked and not await is_active(workflow_id=workflow_id):
         raise CommandRefused("Nothing is running in this workflow.")
+    round = await current_round(workflow_id)
     if marked:  # viewers see "stopping" at once, before the run has wound down
-        stored = await database_sync_to_async(stopping_record)(workflow_id)
-        await broadcast.broadcast(stored)
-    await broadcast.send_control(workflow_id, {"action": "stop"})
+        await broadcast.broadcast(await database_sync_to_async(stopping_record)(workflow_id))
+    state = await durable.status(workflow_id, round)
+    if state is not None:
+        await durable.cancel(workflow_id, round)  # the system database first: never resumed
+    await broadcast.send_control(workflow_id, {"action": "stop"})  # the task, wherever it runs
+    if state in ("ENQUEUED", "DELAYED"):  # never started: no run will end it
+        for stored in await database_sync_to_async(settle.run_end)(
+            workflow_id, ChatWorkflow.Status.STOPPED
+        ):
+            await broadcast.broadcast(stored)
 
 
 def stopping_record(workflow_id: int) -> Envelope:
     """Store the "stopping" status of the workflow's current round."""
     current = ChatWorkflow.objects.values_list("current_round", flat=True).get(pk=workflow_id)
-    event = RunEvent(round=current, status="stopping", reason="Stop requested.")
-    return recording.record(workflow_id, event)
+    stored = recording.record(
+        workflow_id, RunEvent(round=current, status="stopping", reason="Stop requested.")
+    )
+    assert stored is not None
+    return stored
+
+
+async def steer(*, workflow_id: int, text: str) -> None:
+    """A note for the run's next action selection."""
+    await _send(workflow_id, text, STEER_TOPIC)
+
+
+async def answer(*, workflow_id: int, kind: str, value: Any) -> None:
+    """Answer the question the run waits on: "extend" (more steps) or "approve"."""
+    question = await database_sync_to_async(selectors.open_question)(
+        workflow_id=workflow_id, kind=kind
+    )
+    if question is None:
+        raise CommandRefused("Nothing in this workflow waits for that answer.")
+    task, number = question
+    await _send(workflow_id, value, question_topic(kind, task, number))
+
+
+async def _send(workflow_id: int, message: Any, topic: str) -> None:
+    if not await is_active(workflow_id=workflow_id):
+        raise CommandRefused("Nothing is running in this workflow.")
+    round = await current_round(workflow_id)
+    await DBOS.send_async(durable.round_id(workflow_id, round), message, topic)
+
+
+async def current_round(workflow_id: int) -> int:
+    return await ChatWorkflow.objects.values_list("current_round", flat=True).aget(pk=workflow_id)
 
 
 async def is_active(*, workflow_id: int) -> bool:
@@ -106,14 +128,12 @@ async def is_active(*, workflow_id: int) -> bool:
     ).aexists()
 
 
-async def wait_for(workflow_id: int) -> str | None:
-    """Wait until this process's run of the workflow ends; its final status (tests, CLI)."""
-    task = _tasks.get(workflow_id)
-    if task is None:
-        return None
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        if task.cancelled():
-            return ChatWorkflow.Status.STOPPED
-        raise
+async def wait_for(workflow_id: int, *, timeout: float = 60) -> str | None:
+    """Wait until the workflow's current round has ended; its final status (tests, CLI)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        workflow = await ChatWorkflow.objects.aget(pk=workflow_id)
+        if not workflow.is_active:
+            return workflow.status
+        await asyncio.sleep(0.05)
+    return None

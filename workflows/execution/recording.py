@@ -12,14 +12,25 @@ from django.db import transaction
 from workflows import services
 from workflows.contract import Envelope, NoticeEvent, payload_of
 from workflows.engine.events import BaseEvent, MessageEvent, UsageEvent
-from workflows.models import ChatDocument, ChatMessage
+from workflows.models import ChatDocument, ChatMessage, WorkflowEvent
 
 
-def record(workflow_id: int, event: BaseEvent) -> Envelope:
-    """Store one event and the rows it concerns; its envelope, ready to broadcast."""
+def record(workflow_id: int, event: BaseEvent, *, ordinal: int | None = None) -> Envelope | None:
+    """Store one event and the rows it concerns; its envelope, ready to broadcast.
+
+    With an `ordinal` (its place in its round), an event already stored is not stored again
+    (None is returned): a resumed round replays its events without repeating them.
+    """
     assert not isinstance(event, NoticeEvent), "notices are for one socket, never stored"
     tokens = None
     with transaction.atomic():
+        if (
+            ordinal is not None
+            and WorkflowEvent.objects.filter(
+                workflow_id=workflow_id, round=event.round, ordinal=ordinal
+            ).exists()
+        ):
+            return None
         match event:
             case UsageEvent():
                 tokens = (event.prompt_tokens, event.completion_tokens)
@@ -34,6 +45,7 @@ def record(workflow_id: int, event: BaseEvent) -> Envelope:
             round=event.round,
             task=event.task,
             action=event.action,
+            ordinal=ordinal,
         )
         return Envelope.from_row(stored)
 

@@ -1,9 +1,11 @@
-"""Runs one round of a workflow: drives the engine, stores each event, then broadcasts it.
+"""Runs one round of a workflow as a durable DBOS workflow: drives the engine, stores each
+event, then broadcasts it.
 
-The database is the record: an event is committed before any viewer sees it, so a viewer
-that reconnects is replayed exactly what it missed. Token deltas are the one exception:
-they are broadcast as they come and stored coalesced, a few per second. A broadcast that
-fails is only logged: the run goes on, and viewers catch up from the database.
+The database is the record: an event is committed before any viewer sees it. Each event the
+round emits has a deterministic ordinal, and storing is insert-if-absent on it, so a round
+resumed after a crash replays its history without storing or broadcasting it twice. The
+streamed answer is broadcast live from inside its step (with an attempt marker) and stored
+coalesced, a few times a second. A broadcast that fails is only logged.
 """
 
 from __future__ import annotations
@@ -12,21 +14,22 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
+from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
 from django.utils import timezone
 
-from workflows.contract import Envelope
+from workflows.contract import Envelope, RunEvent
 from workflows.engine.events import BaseEvent, DeltaEvent, ErrorEvent, RoundEvent
 from workflows.engine.round import run_round
+from workflows.engine.state import RoundState
 from workflows.live import broadcast
 from workflows.models import ChatMessage, ChatWorkflow
 
-from . import recording, settle, setup
-from .controls import LiveControls
-from .document_store import WorkflowDocumentStore
+from . import durable, recording, settle, setup
+from .checkpoints import Checkpoints, DurableControls, DurableLLM, DurableStore, DurableTools
 
 logger = logging.getLogger(__name__)
 
@@ -35,74 +38,167 @@ HEARTBEAT_SECONDS = 10
 STOP_CHECK_SECONDS = 2
 LISTEN_RETRY_SECONDS = 1.0
 
+OBSERVERS: dict[int, Callable[[Envelope], None]] = {}
+"""Per workflow, a function called with each stored event (the command line prints them)."""
+
+
+@DBOS.workflow(name="poweron.round")
+async def round_workflow(workflow_id: int, message_id: int) -> str:
+    """One round of a workflow, durable: recovered from its last completed step."""
+    return await RoundRunner(workflow_id, message_id).execute()
+
+
+async def start(
+    workflow_id: int, round: int, message_id: int, *, queued: bool
+) -> WorkflowHandleAsync[str]:
+    """Run a round durably: in this process, or on the queue for `run_workers` processes."""
+    with SetWorkflowID(durable.round_id(workflow_id, round)):
+        if queued:
+            return await DBOS.enqueue_workflow_async(
+                durable.ROUNDS_QUEUE, round_workflow, workflow_id, message_id
+            )
+        return await DBOS.start_workflow_async(round_workflow, workflow_id, message_id)
+
 
 class RoundRunner:
     """One round of one workflow, from the user's message to a final status."""
 
     def __init__(
         self,
-        workflow: ChatWorkflow,
-        message: ChatMessage,
+        workflow_id: int,
+        message_id: int,
         *,
         on_event: Callable[[Envelope], None] | None = None,
     ) -> None:
-        self.workflow = workflow
-        self.message = message
-        self.on_event = on_event
-        """Called with each stored event after it is broadcast (the command line prints it)."""
-        self.controls: LiveControls | None = None
+        self.workflow_id = workflow_id
+        self.message_id = message_id
+        self.on_event = on_event or OBSERVERS.get(workflow_id)
+        """Called with each stored event (the command line prints it)."""
+        self.ordinal = 0
+        """How many events this round has emitted: the key of insert-if-absent."""
+        self.checkpoints = Checkpoints()
         self.sender: broadcast.Sender | None = None
         self.deltas: dict[str, DeltaEvent] = {}
-        """Text streamed since the last flush, per message key."""
+        """Streamed text not yet stored, per message key."""
         self.last_flush = 0.0
+        self.stopped = False
+        self.parts: setup.RoundParts | None = None
 
     async def execute(self) -> str:
-        """Run the round; always end in a final status, also when stopped or crashed."""
+        """Run the round; always end in a final status, unless handed back to the queue."""
         status, reason = ChatWorkflow.Status.FAILED, "The run ended unexpectedly."
-        self.sender = broadcast.Sender()
         task = asyncio.current_task()
         assert task is not None
-        listener = asyncio.create_task(self.listen(task))
-        heartbeat = asyncio.create_task(self.beat(task))
-        prepared: setup.RoundSetup | None = None
+        dbos_id = DBOS.workflow_id or ""
+        self.task = task
+        durable.RUNNERS[dbos_id] = self
+        self.sender = broadcast.Sender()
+        listener = asyncio.create_task(self.listen())
+        heartbeat = asyncio.create_task(self.beat())
+        handed_back = False
         try:
-            prepared = await setup.prepare(self.workflow, self.message)
-            self.controls = LiveControls(
-                connections=prepared.connections, answer_timeout=prepared.answer_timeout
+            workflow, message = await self.load()
+            logger.info("running round %s of workflow %s", message.round, self.workflow_id)
+            await self.begin(workflow)
+            prepared = await self.checkpoints.step(
+                "round.prepare", lambda: setup.prepare(workflow, message)
             )
-            store = await WorkflowDocumentStore.load(self.workflow)
+            state = RoundState.model_validate(prepared)
+            self.parts = parts = await setup.build(workflow)
+            store = DurableStore(workflow, self.checkpoints)
+            await store.load()
+            controls = DurableControls(
+                self.checkpoints, connections=parts.connections, answer_timeout=parts.answer_timeout
+            )
+            llm = DurableLLM(parts.llm, self.checkpoints, self.piece)
             async for event in run_round(
-                prepared.state,
-                llm=prepared.llm,
-                tools=prepared.tools,
+                state,
+                llm=llm,
+                tools=DurableTools(parts.tools, self.checkpoints),
                 store=store,
-                controls=self.controls,
+                controls=controls,
+                clock=self.checkpoints.clock,
             ):
                 if isinstance(event, RoundEvent) and event.status != "started":
                     status, reason = outcome(event)
                 await self.emit(event)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, DBOSWorkflowCancelledError):
+            # Decided before any await: a second cancellation may interrupt what follows.
             status, reason = ChatWorkflow.Status.STOPPED, ""  # settle says by whom
+            handed_back = durable.shutting_down and not self.stopped
+            if handed_back:  # still pending in DBOS: another worker resumes it
+                await asyncio.shield(self.hand_back())
+            else:  # a stop: cancelled in the system database too, so nothing resumes it
+                await asyncio.shield(DBOS.cancel_workflow_async(dbos_id))
+            raise
+        except DBOSWorkflowConflictIDError:
+            handed_back = True  # another process took the round over: it ends it
             raise
         except Exception as error:
-            logger.exception("workflow %s failed", self.workflow.pk)
+            logger.exception("workflow %s failed", self.workflow_id)
             reason = f"PowerOn failed internally ({type(error).__name__}: {error})."
-            crash = ErrorEvent(round=self.message.round, kind="internal", message=reason)
+            crash = ErrorEvent(round=self.round, kind="internal", message=reason)
             await asyncio.shield(self.emit(crash))
         finally:
             listener.cancel()
             heartbeat.cancel()
-            await asyncio.shield(self.settle(status, reason))
-            await asyncio.shield(self.sender.close())
-            if prepared is not None:
-                await asyncio.shield(setup.close_llm(prepared.llm))
+            durable.RUNNERS.pop(dbos_id, None)
+            # Shielded as one: a second cancellation cannot cut the ending short.
+            await asyncio.shield(self.finish(status, reason, settle=not handed_back))
         return status
 
-    async def listen(self, run_task: asyncio.Task[Any]) -> None:
+    def stop(self) -> None:
+        """Cancel the round's task, once (a stop may arrive by several ways)."""
+        if not self.stopped:
+            self.stopped = True
+            self.task.cancel()
+
+    async def finish(self, status: str, reason: str, *, settle: bool) -> None:
+        """Record how the round ended (unless it was handed on) and send what is queued."""
+        try:
+            if settle:
+                await self.settle(status, reason)
+        finally:
+            assert self.sender is not None
+            await self.sender.close()
+            if self.parts is not None:
+                await setup.close_llm(self.parts.llm)
+
+    @property
+    def round(self) -> int:
+        return self.message.round if hasattr(self, "message") else 0
+
+    async def load(self) -> tuple[ChatWorkflow, ChatMessage]:
+        message = await ChatMessage.objects.select_related("workflow__owner").aget(
+            pk=self.message_id, workflow_id=self.workflow_id
+        )
+        self.message = message
+        return message.workflow, message
+
+    async def begin(self, workflow: ChatWorkflow) -> None:
+        """Mark the round running; say so when it waited in the queue or is resumed."""
+        rows = ChatWorkflow.objects.filter(pk=self.workflow_id)
+        was_queued = await rows.filter(status=ChatWorkflow.Status.QUEUED).aupdate(
+            status=ChatWorkflow.Status.RUNNING
+        )
+        resumed = await workflow.events.filter(round=self.round, ordinal__isnull=False).aexists()
+        if was_queued or resumed:
+            why = "Resumed after an interruption." if resumed else "A worker took the run."
+            await self.record(RunEvent(round=self.round, status="running", reason=why))
+
+    async def hand_back(self) -> None:
+        """A stopping worker leaves the round to another: viewers see it wait again."""
+        await ChatWorkflow.objects.filter(pk=self.workflow_id).aupdate(
+            status=ChatWorkflow.Status.QUEUED
+        )
+        why = "The worker stopped; the run waits for another worker and resumes where it was."
+        await self.record(RunEvent(round=self.round, status="queued", reason=why))
+
+    async def listen(self) -> None:
         """Receive control messages for this workflow; a stop cancels the whole round. The
         layer may fail: listen again (a stop also reaches the run through its status)."""
         layer = get_channel_layer()
-        group = broadcast.control_group(self.workflow.pk)
+        group = broadcast.control_group(self.workflow_id)
         while True:
             channel = ""
             try:
@@ -111,12 +207,10 @@ class RoundRunner:
                 while True:
                     command = await layer.receive(channel)
                     if command.get("action") == "stop":
-                        run_task.cancel()
+                        self.stop()
                         return
-                    if self.controls is not None:
-                        self.controls.handle(command)
             except Exception as error:
-                logger.warning("control channel of workflow %s: %s", self.workflow.pk, error)
+                logger.warning("control channel of workflow %s: %s", self.workflow_id, error)
                 await asyncio.sleep(LISTEN_RETRY_SECONDS)
             finally:
                 if channel:
@@ -129,25 +223,33 @@ class RoundRunner:
         except Exception as error:  # the layer is down; its group entries expire
             logger.warning("could not leave %s: %s", group, error)
 
-    async def beat(self, run_task: asyncio.Task[Any]) -> None:
-        """Show the run is alive, so `settle_runs --stale-after` leaves it alone; and stop
-        it when its status says "stopping" (the layer may drop the stop message)."""
-        workflow = ChatWorkflow.objects.filter(pk=self.workflow.pk)
+    async def beat(self) -> None:
+        """Show the run is alive (failover and `settle_runs` leave it alone); and stop it when
+        its status says "stopping" (the layer may drop the stop message)."""
+        workflow = ChatWorkflow.objects.filter(pk=self.workflow_id)
         while True:
             await workflow.aupdate(heartbeat=timezone.now())
             for _ in range(HEARTBEAT_SECONDS // STOP_CHECK_SECONDS):
                 await asyncio.sleep(STOP_CHECK_SECONDS)
                 if await workflow.filter(status=ChatWorkflow.Status.STOPPING).aexists():
-                    run_task.cancel()
+                    self.stop()
                     return
 
     async def emit(self, event: BaseEvent) -> None:
-        """Store the event, then broadcast it (deltas: broadcast now, store coalesced)."""
+        """Store the event once (by its ordinal), then broadcast it. The engine's deltas are
+        dropped: the streaming step already sent and stored the pieces."""
         if isinstance(event, DeltaEvent):
-            await self.delta(event)
             return
         await self.flush_deltas()
-        self.publish(await database_sync_to_async(recording.record)(self.workflow.pk, event))
+        self.ordinal += 1
+        await self.record(event, ordinal=self.ordinal)
+
+    async def record(self, event: BaseEvent, *, ordinal: int | None = None) -> None:
+        stored = await database_sync_to_async(recording.record)(
+            self.workflow_id, event, ordinal=ordinal
+        )
+        if stored is not None:  # None: stored before this round was resumed
+            self.publish(stored)
 
     def publish(self, stored: Envelope) -> None:
         """Send a committed event to the viewers (and the local observer)."""
@@ -156,14 +258,17 @@ class RoundRunner:
         if self.on_event is not None:
             self.on_event(stored)
 
-    async def delta(self, event: DeltaEvent) -> None:
-        pending = self.deltas.get(event.key)
-        if pending is None:
-            self.deltas[event.key] = event
+    async def piece(self, key: str, text: str, offset: int, attempt: str) -> None:
+        """A live piece of a streamed message (called inside its step): shown now, stored
+        coalesced."""
+        event = DeltaEvent(round=self.round, key=key, text=text, offset=offset, attempt=attempt)
+        pending = self.deltas.get(key)
+        if pending is None or pending.attempt != attempt:
+            self.deltas[key] = event
         else:
-            self.deltas[event.key] = pending.model_copy(update={"text": pending.text + event.text})
+            self.deltas[key] = pending.model_copy(update={"text": pending.text + text})
         assert self.sender is not None
-        self.sender.send(Envelope(workflow=self.workflow.pk, seq=None, event=event))
+        self.sender.send(Envelope(workflow=self.workflow_id, seq=None, event=event))
         if time.monotonic() - self.last_flush >= DELTA_FLUSH_SECONDS:
             await self.flush_deltas()
 
@@ -172,14 +277,14 @@ class RoundRunner:
         self.last_flush = time.monotonic()
         pending, self.deltas = self.deltas, {}
         for event in pending.values():
-            self.publish(await database_sync_to_async(recording.record)(self.workflow.pk, event))
+            await self.record(event)
 
     async def settle(self, status: str, reason: str) -> None:
-        """Keep what was streamed, close what is open, record the final status, tell the
-        viewers."""
+        """Keep what was streamed, close what is open, record the final status (once), tell
+        the viewers."""
         await self.flush_deltas()
         for stored in await database_sync_to_async(settle.run_end)(
-            self.workflow.pk, status, reason
+            self.workflow_id, status, reason
         ):
             self.publish(stored)
 

@@ -1,9 +1,10 @@
 """How a run ends, every way it can: its open work closed and its final status recorded.
 
-One path for a run that finished, was stopped or crashed (called by the runner) and for a
-run cut off by a dead process (found by `settle_runs`): what the round left open — a task,
-a step, a question, an answer being streamed — is closed from its stored events, then the
-final status is stored as the run's last event. The caller broadcasts what was stored.
+One path for a run that finished, was stopped or failed (called by the runner) and for a run
+that can no longer run (found by `settle_runs`): what the round left open — a task, a step,
+a question, an answer being streamed — is closed from its stored events, then the final
+status is stored as the round's last event, once. A run DBOS will resume is never settled.
+The caller broadcasts what was stored.
 """
 
 from __future__ import annotations
@@ -14,13 +15,21 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from workflows.contract import Envelope, RunEvent
+from workflows.contract import FINAL_STATUSES, Envelope, RunEvent
 from workflows.engine.closing import OpenWork
 from workflows.models import ChatWorkflow
 
-from . import recording
+from . import durable, recording
 
-CUT_OFF_REASON = "The run was cut off (the server stopped or crashed); what it did is kept."
+CUT_OFF_REASON = "The run was cut off before it could start; what it did is kept."
+CUT_OFF_REASONS = {
+    "ERROR": "The run failed in a way it cannot resume from; what it did is kept.",
+    "MAX_RECOVERY_ATTEMPTS_EXCEEDED": (
+        "The run was interrupted too many times and is given up; what it did is kept."
+    ),
+    "CANCELLED": "The run was cancelled; what it did is kept.",
+    "SUCCESS": "The run ended without recording how; what it did is kept.",
+}
 
 
 def run_end(workflow_id: int, status: str, reason: str = "") -> list[Envelope]:
@@ -31,37 +40,50 @@ def run_end(workflow_id: int, status: str, reason: str = "") -> list[Envelope]:
     """
     with transaction.atomic():
         workflow = ChatWorkflow.objects.select_for_update().get(pk=workflow_id)
+        finals = workflow.events.filter(round=workflow.current_round, type="run")
+        if finals.filter(payload__status__in=FINAL_STATUSES).exists():
+            return []  # ended already (a resumed round that had finished, a second stop)
         if status == ChatWorkflow.Status.STOPPED and not reason:
             asked = workflow.status == ChatWorkflow.Status.STOPPING
             reason = "Stopped by the user." if asked else "Interrupted: the server stopped."
         rows = workflow.events.filter(round=workflow.current_round).exclude(type="usage")
         opened = OpenWork(Envelope.from_row(row).event for row in rows.order_by("seq"))
         ending = "stopped" if status == ChatWorkflow.Status.STOPPED else "failed"
-        stored = [recording.record(workflow_id, e) for e in opened.closing(ending, reason)]
-        final = RunEvent(round=workflow.current_round, status=status, reason=reason)  # type: ignore[arg-type]
-        stored.append(recording.record(workflow_id, final))
+        closing = [
+            *opened.closing(ending, reason),
+            RunEvent(  # type: ignore[arg-type]
+                round=workflow.current_round, status=status, reason=reason
+            ),
+        ]
+        stored = [recording.record(workflow_id, event) for event in closing]
         ChatWorkflow.objects.filter(pk=workflow_id).update(
             status=status, status_reason=reason[:2000]
         )
-    return stored
+    return [envelope for envelope in stored if envelope is not None]
 
 
 def cut_off_runs(*, older_than_seconds: int | None = None) -> dict[int, list[Envelope]]:
-    """Settle runs a crash or restart cut off: active, with no recent heartbeat.
+    """Settle the active runs that will not run again: those DBOS does not hold as pending
+    or queued (their workflow failed, was cancelled, or was never started), and those asked
+    to stop. Runs DBOS will resume are left alone.
 
-    With `older_than_seconds=None` every active run is settled (a single-process start,
-    where no run can be alive yet). Returns the stored events of each workflow settled.
+    `older_than_seconds` spares runs whose heartbeat is that recent (another process may be
+    starting them this very moment). Returns the stored events of each workflow settled.
     """
     active = ChatWorkflow.objects.filter(status__in=ChatWorkflow.ACTIVE_STATUSES)
     if older_than_seconds is not None:
         cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
         active = active.filter(Q(heartbeat__lt=cutoff) | Q(heartbeat__isnull=True))
+    workflows = list(active)
+    states = durable.statuses((w.pk, w.current_round) for w in workflows)
     settled = {}
-    for workflow in active:
-        status = (
-            ChatWorkflow.Status.STOPPED
-            if workflow.status == ChatWorkflow.Status.STOPPING
-            else ChatWorkflow.Status.FAILED
-        )
-        settled[workflow.pk] = run_end(workflow.pk, status, CUT_OFF_REASON)
+    for workflow in workflows:
+        state = states.get((workflow.pk, workflow.current_round))
+        if workflow.status == ChatWorkflow.Status.STOPPING:
+            if state in durable.RESUMABLE:
+                durable.cancel_now(workflow.pk, workflow.current_round)
+            settled[workflow.pk] = run_end(workflow.pk, ChatWorkflow.Status.STOPPED)
+        elif state not in durable.RESUMABLE:
+            reason = CUT_OFF_REASONS.get(state or "", CUT_OFF_REASON)
+            settled[workflow.pk] = run_end(workflow.pk, ChatWorkflow.Status.FAILED, reason)
     return settled

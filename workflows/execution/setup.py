@@ -17,14 +17,13 @@ ANSWER_TIMEOUT_SECONDS = 15 * 60
 
 
 @dataclass
-class RoundSetup:
-    """Everything a run needs besides its document store."""
+class RoundParts:
+    """What a round runs with besides its recorded state: never checkpointed."""
 
-    state: RoundState
     llm: LLM
     tools: ToolExecutor
     connections: dict[str, str]
-    """Connection label -> secret, for the owner only; never logged or sent."""
+    """Connection label -> secret, for the owner only; never logged, sent or recorded."""
     answer_timeout: float
 
 
@@ -136,8 +135,9 @@ def history_entry(message: ChatMessage) -> HistoryEntry:
 
 
 @database_sync_to_async
-def prepare(workflow: ChatWorkflow, message: ChatMessage) -> RoundSetup:
-    """Load what the round needs: history of earlier rounds, connections, limits."""
+def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
+    """The round's state as JSON (recorded): history of earlier rounds, connections by label,
+    limits. No secret is in it."""
     earlier = workflow.messages.filter(round__lt=message.round).prefetch_related("documents")
     connections = list(workflow.owner.connections.all())
     state = RoundState(
@@ -155,8 +155,14 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> RoundSetup:
         ),
         policy=Policy(approval=list(settings.POWERON_APPROVAL_METHODS)),
     )
-    return RoundSetup(
-        state=state,
+    return state.model_dump(mode="json")
+
+
+@database_sync_to_async
+def build(workflow: ChatWorkflow) -> RoundParts:
+    """The model, the tools and the owner's connection secrets for a round."""
+    connections = list(workflow.owner.connections.all())
+    return RoundParts(
         llm=build_llm(),
         tools=build_tools(connection_kinds={c.kind for c in connections}),
         connections={c.label: c.secret for c in connections},

@@ -73,6 +73,7 @@ class Sender:
         with suppress(TimeoutError):
             await asyncio.wait_for(self._queue.join(), timeout)
         self._task.cancel()
+        await asyncio.wait([self._task])  # ended, not left for a closing loop to collect
         if self.dropped:
             logger.warning("%s events were not broadcast (viewers read them stored)", self.dropped)
 

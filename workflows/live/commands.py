@@ -19,8 +19,6 @@ from workflows.execution import launcher
 from workflows.execution.launcher import CommandRefused
 from workflows.models import ChatMessage
 
-from . import broadcast
-
 
 class Command(BaseModel):
     # HTMX's ws-send adds a HEADERS object to every message; it is not ours to validate.
@@ -130,10 +128,12 @@ async def execute(command: AnyCommand, *, user, workflow_id: int) -> str | None:
             )
         case Stop():
             await launcher.request_stop(workflow_id=workflow_id)
-        case Steer() | Extend() | Approve():
-            if not await launcher.is_active(workflow_id=workflow_id):
-                raise CommandRefused("Nothing is running in this workflow.")
-            await broadcast.send_control(workflow_id, command.model_dump())
+        case Steer():
+            await launcher.steer(workflow_id=workflow_id, text=command.text)
+        case Extend():
+            await launcher.answer(workflow_id=workflow_id, kind="extend", value=command.steps)
+        case Approve():
+            await launcher.answer(workflow_id=workflow_id, kind="approve", value=command.approved)
         case Feedback():
             await record_feedback(workflow_id, command)
             return "Thanks — your feedback is saved."

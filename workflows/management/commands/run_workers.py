@@ -1,81 +1,77 @@
-"""Execute runs taken from the channel layer, so web processes only serve pages and sockets."""
+"""Execute the rounds web processes queue (POWERON_RUNNER=worker): a DBOS queue worker.
+
+Each worker has a stable executor id: restarted under it, a worker resumes the rounds it was
+running; stopped for good, its rounds are taken over by another process after
+POWERON_FAILOVER_SECONDS. SIGTERM hands the rounds back at once, to be resumed elsewhere.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
+from dbos import DBOS
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from workflows.contract import Envelope
-from workflows.execution import launcher, settle
-from workflows.execution.runner import HEARTBEAT_SECONDS, RoundRunner
+from workflows.execution import durable, runner, settle
 from workflows.live import broadcast
-from workflows.models import ChatMessage
-
-
-@database_sync_to_async
-def load(workflow_id: int, message_id: int) -> ChatMessage | None:
-    return (
-        ChatMessage.objects.select_related("workflow")
-        .filter(pk=message_id, workflow_id=workflow_id)
-        .first()
-    )
 
 
 class Command(BaseCommand):
     help = (
-        "Run workflows started by the web processes (POWERON_RUNNER=worker, needs REDIS_URL). "
-        "Start as many as you like; each takes runs from the shared channel layer."
+        "Run the rounds queued by the web processes (POWERON_RUNNER=worker, needs REDIS_URL). "
+        "Start as many as you like, each with its own --executor-id."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--concurrency",
-            type=int,
+            "--executor-id",
             default=None,
-            help="Runs at once in this process (default POWERON_WORKER_CONCURRENCY).",
+            help="This worker's stable name (default POWERON_EXECUTOR_ID, else worker-<host>). "
+            "A restarted worker must keep it to resume its rounds.",
         )
 
-    def handle(self, *args, concurrency: int | None, **options) -> None:
+    def handle(self, *args, executor_id: str | None, **options) -> None:
         if not settings.REDIS_URL:
-            raise CommandError("run_workers needs REDIS_URL (the web processes send runs there)")
-        settled = settle.cut_off_runs(older_than_seconds=3 * HEARTBEAT_SECONDS)
-        if settled:
-            self.stdout.write(f"Settled cut-off runs: workflows {list(settled)}")
-        limit = concurrency or settings.POWERON_WORKER_CONCURRENCY
-        self.stdout.write(f"Worker ready: up to {limit} runs at once from {launcher.RUNS_CHANNEL}")
-        asyncio.run(self.serve(limit, settled))
+            raise CommandError("run_workers needs REDIS_URL (viewers on web processes watch runs)")
+        name = executor_id or worker_name()
+        settings.POWERON_EXECUTOR_ID = name
+        asyncio.run(self.serve(name))
 
-    async def serve(self, limit: int, settled: dict[int, list[Envelope]]) -> None:
-        """Take runs one by one while there is room; on SIGTERM/SIGINT stop them and exit."""
-        for stored in settled.values():
+    async def serve(self, name: str) -> None:
+        """Take rounds from the queue until SIGTERM/SIGINT, then hand them back."""
+        for stored in (
+            await database_sync_to_async(settle.cut_off_runs)(
+                older_than_seconds=int(settings.POWERON_FAILOVER_SECONDS)
+            )
+        ).values():
             for envelope in stored:
                 await broadcast.broadcast(envelope)
-        layer = get_channel_layer()
-        room = asyncio.Semaphore(limit)
-        loop = asyncio.get_running_loop()
+        assert runner.round_workflow  # registered before DBOS launches
+        await durable.launch(queues=[durable.ROUNDS_QUEUE], executor_id=name)
+        watchdog = asyncio.create_task(durable.watch_for_dead_executors())
         stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stopping.set)
-        while not stopping.is_set():
-            await room.acquire()
-            receiving = asyncio.create_task(layer.receive(launcher.RUNS_CHANNEL))
-            stopper = asyncio.create_task(stopping.wait())
-            done, _ = await asyncio.wait({receiving, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            stopper.cancel()
-            if receiving not in done:
-                receiving.cancel()
-                break
-            start = receiving.result()
-            message = await load(start["workflow"], start["message"])
-            if message is None:
-                room.release()
-                continue
-            self.stdout.write(f"Running workflow {message.workflow_id} round {message.round}")
-            task = launcher.spawn(RoundRunner(message.workflow, message))
-            task.add_done_callback(lambda _: room.release())
-        await launcher.cancel_all()  # each run records "Interrupted: the server stopped."
+        self.stdout.write(
+            f"Worker ready: executor {name}, up to {settings.POWERON_WORKER_CONCURRENCY} "
+            f"rounds at once from {durable.ROUNDS_QUEUE}"
+        )
+        self.stdout.flush()
+        await stopping.wait()
+        watchdog.cancel()
+        handed = await durable.hand_back_all()
+        DBOS.destroy()
+        await durable.release(handed)
+        self.stdout.write(f"Worker {name} stopped; handed back {len(handed)} round(s)")
+
+
+def worker_name() -> str:
+    """The default executor id: POWERON_EXECUTOR_ID when set, else worker-<host name>."""
+    if settings.POWERON_EXECUTOR_ID != "local":
+        return settings.POWERON_EXECUTOR_ID
+    return f"worker-{socket.gethostname()}"

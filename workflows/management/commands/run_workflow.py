@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
 import sys
 from pathlib import Path
 
+from dbos import DBOS
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from workflows import services
 from workflows.contract import Envelope
-from workflows.execution.runner import RoundRunner
+from workflows.execution import durable
+from workflows.execution.runner import OBSERVERS, start
 from workflows.models import ChatWorkflow
 
 EXIT_BAD_ARGUMENTS = 2
@@ -63,10 +67,20 @@ class Command(BaseCommand):
             document_ids=[upload.pk for upload in uploads],
         )
         self.print_event(opened)
-        run = RoundRunner(workflow, message, on_event=self.print_event)
-        status = asyncio.run(run.execute())
+        OBSERVERS[workflow.pk] = self.print_event
+        status = asyncio.run(self.run_round(workflow.pk, message.round, message.pk))
         if status != ChatWorkflow.Status.COMPLETED:
             sys.exit(1)
+
+    async def run_round(self, workflow_id: int, round: int, message_id: int) -> str:
+        """Run the round durably in this process (its own executor: a run cut off here is
+        taken over by the app after POWERON_FAILOVER_SECONDS)."""
+        await durable.launch(queues=[], executor_id=f"cli-{socket.gethostname()}-{os.getpid()}")
+        try:
+            handle = await start(workflow_id, round, message_id, queued=False)
+            return await handle.get_result()
+        finally:
+            DBOS.destroy()
 
     def owner(self, username: str | None):
         User = get_user_model()
