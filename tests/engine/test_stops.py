@@ -123,7 +123,7 @@ async def test_a_model_lost_mid_answer_keeps_the_partial_answer() -> None:
     """The answer streamed so far becomes the failed answer; no second answer follows."""
 
     class BreaksOff(ScriptedLLM):
-        async def stream_text(self, messages, *, kind):
+        async def stream_text(self, messages, *, kind, key=""):
             yield "The first half"
             raise ModelUnavailable("The model server at x broke off its answer.")
 
