@@ -26,13 +26,7 @@ def model_settings(server: FakeOpenAIServer) -> dict[str, str]:
 
 
 def call_kinds(server: FakeOpenAIServer) -> list[str]:
-    """What each recorded request asked for: a schema name, "text" (a tool's own call) or
-    "final" (the streamed answer)."""
-    kinds = []
-    for body in server.requests:
-        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
-        kinds.append(schema or ("final" if body.get("stream") else "text"))
-    return kinds
+    return server.kinds()
 
 
 def prompt_text(body: dict) -> str:

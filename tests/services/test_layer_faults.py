@@ -12,7 +12,8 @@ import pytest
 from websockets.asyncio.client import connect
 
 from tests.live import is_final
-from tests.services.test_scale_out import make_cluster, sign_in_and_create_workflow
+from tests.services.test_scale_out import make_cluster
+from tests.support.apps import sign_in_and_create_workflow
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
 from tests.support.replies import params, review, select, stop, taskplan
 from tests.support.tcp_proxy import TcpProxy

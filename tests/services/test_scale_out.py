@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 
-import httpx
 import pytest
 from websockets.asyncio.client import connect
 
 from tests.live import is_final as final
-from tests.support.apps import PASSWORD, AppProcesses, app_env
+from tests.support.apps import AppProcesses, app_env, sign_in_and_create_workflow
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
 from tests.support.replies import params, review, select, stop, taskplan
 
@@ -62,29 +60,6 @@ def worker_cluster(postgres_url, redis_url, tmp_path, model):
         yield model, port, cluster.worker(), cluster
     finally:
         cluster.stop()
-
-
-def sign_in_and_create_workflow(port: int) -> tuple[str, int]:
-    """Sign in over HTTP on one process; return the session cookie and a new workflow id."""
-    base = f"http://127.0.0.1:{port}"
-    with httpx.Client(base_url=base) as client:
-        login = client.get("/login/")
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text)[1]
-        client.post(
-            "/login/",
-            data={"username": "alice", "password": PASSWORD, "csrfmiddlewaretoken": token},
-        )
-        created = client.post(
-            "/workflows/new/",
-            data={
-                "title": "Scale",
-                "mode": "react",
-                "max_steps": 3,
-                "csrfmiddlewaretoken": client.cookies["csrftoken"],
-            },
-        )
-        workflow_id = int(created.headers["location"].rstrip("/").split("/")[-1])
-        return f"sessionid={client.cookies['sessionid']}", workflow_id
 
 
 async def test_viewer_on_one_process_sees_and_stops_a_run_on_the_other(cluster):

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "app-pass-123"
@@ -56,6 +59,8 @@ class AppProcesses:
         self.tmp_path = tmp_path
         self.processes: list[subprocess.Popen] = []
         self.logs: list[Path] = []
+        self.ports: list[int] = []
+        """The ports of the Daphne processes started, in order."""
         self.manage("migrate", "--noinput")
         self.manage("createsuperuser", "--noinput", "--username", "alice", "--email", "a@b.org")
 
@@ -90,11 +95,15 @@ class AppProcesses:
             **env,
         )
         wait_for_port(port, process)
+        self.ports.append(port)
         return port
 
-    def worker(self) -> subprocess.Popen:
+    def worker(self, *, executor_id: str | None = None) -> subprocess.Popen:
         """A `run_workers` process, once it says it is ready."""
-        process = self.start([sys.executable, "-u", "manage.py", "run_workers"])
+        command = [sys.executable, "-u", "manage.py", "run_workers"]
+        if executor_id:
+            command += ["--executor-id", executor_id]
+        process = self.start(command)
         deadline = time.monotonic() + 30
         while "Worker ready" not in self.logs[-1].read_text():
             assert process.poll() is None, self.logs[-1].read_text()
@@ -109,3 +118,27 @@ class AppProcesses:
             process.wait(timeout=15)
         for log in self.logs:
             print(log.name, log.read_text()[-4000:])  # shown when a test fails
+
+
+def sign_in_and_create_workflow(port: int, *, cookie: str = "") -> tuple[str, int]:
+    """Sign in over HTTP on one process (unless a session `cookie` is given); return the
+    session cookie and a new workflow id."""
+    base = f"http://127.0.0.1:{port}"
+    with httpx.Client(base_url=base) as client:
+        if cookie:
+            client.cookies.set("sessionid", cookie.removeprefix("sessionid="))
+        else:
+            login = client.get("/login/")
+            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text)[1]
+            client.post(
+                "/login/",
+                data={"username": "alice", "password": PASSWORD, "csrfmiddlewaretoken": token},
+            )
+        page = client.get("/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)[1]
+        created = client.post(
+            "/workflows/new/",
+            data={"title": "Scale", "mode": "react", "max_steps": 3, "csrfmiddlewaretoken": token},
+        )
+        workflow_id = int(created.headers["location"].rstrip("/").split("/")[-1])
+        return f"sessionid={client.cookies['sessionid']}", workflow_id

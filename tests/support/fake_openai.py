@@ -200,6 +200,15 @@ class FakeOpenAIServer:
         with self._lock:
             self._replies.extend(replies)
 
+    def kinds(self) -> list[str]:
+        """What each recorded request asked for: a schema name, "text" (a tool's own call) or
+        "final" (the streamed answer)."""
+        kinds = []
+        for body in list(self.requests):
+            schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+            kinds.append(schema or ("final" if body.get("stream") else "text"))
+        return kinds
+
     @property
     def remaining(self) -> int:
         """How many scripted replies are still unused."""

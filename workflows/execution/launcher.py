@@ -47,10 +47,10 @@ async def start_round(*, workflow_id: int, user, text: str, document_ids: list[i
     except services.WorkflowBusy as busy:
         raise CommandRefused(str(busy)) from busy
     await broadcast.broadcast(opened)
-    await runner.start(workflow.pk, message.round, message.pk, queued=queued)
-    if queued:
+    if queued:  # said before the round is on the queue, where a worker may take it at once
         waiting = await database_sync_to_async(queued_record)(workflow.pk, message.round)
         await broadcast.broadcast(waiting)
+    await runner.start(workflow.pk, message.round, message.pk, queued=queued)
 
 
 def queued_record(workflow_id: int, round: int) -> Envelope:

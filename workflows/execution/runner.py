@@ -19,6 +19,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
 from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
+from django.conf import settings
 from django.utils import timezone
 
 from workflows.contract import Envelope, RunEvent
@@ -34,7 +35,6 @@ from .checkpoints import Checkpoints, DurableControls, DurableLLM, DurableStore,
 logger = logging.getLogger(__name__)
 
 DELTA_FLUSH_SECONDS = 0.25
-HEARTBEAT_SECONDS = 10
 STOP_CHECK_SECONDS = 2
 LISTEN_RETRY_SECONDS = 1.0
 
@@ -181,9 +181,18 @@ class RoundRunner:
         was_queued = await rows.filter(status=ChatWorkflow.Status.QUEUED).aupdate(
             status=ChatWorkflow.Status.RUNNING
         )
-        resumed = await workflow.events.filter(round=self.round, ordinal__isnull=False).aexists()
-        if was_queued or resumed:
-            why = "Resumed after an interruption." if resumed else "A worker took the run."
+        first = []
+
+        async def begin() -> bool:  # runs only the first time: a replay returns its record
+            first.append(True)
+            return True
+
+        await self.checkpoints.step("round.begin", begin)
+        if not first:
+            why = "Resumed after an interruption."
+            await self.record(RunEvent(round=self.round, status="running", reason=why))
+        elif was_queued:
+            why = "A worker took the run."
             await self.record(RunEvent(round=self.round, status="running", reason=why))
 
     async def hand_back(self) -> None:
@@ -227,10 +236,13 @@ class RoundRunner:
         """Show the run is alive (failover and `settle_runs` leave it alone); and stop it when
         its status says "stopping" (the layer may drop the stop message)."""
         workflow = ChatWorkflow.objects.filter(pk=self.workflow_id)
+        # Three beats fit in the failover delay: a live run is never taken for a dead one.
+        beat = max(0.5, min(10.0, settings.POWERON_FAILOVER_SECONDS / 3))
+        check = min(STOP_CHECK_SECONDS, beat)
         while True:
             await workflow.aupdate(heartbeat=timezone.now())
-            for _ in range(HEARTBEAT_SECONDS // STOP_CHECK_SECONDS):
-                await asyncio.sleep(STOP_CHECK_SECONDS)
+            for _ in range(max(1, round(beat / check))):
+                await asyncio.sleep(check)
                 if await workflow.filter(status=ChatWorkflow.Status.STOPPING).aexists():
                     self.stop()
                     return
