@@ -2,9 +2,10 @@
 
 The same scripted React round (five actions, ScriptedLLM and FakeToolExecutor, no model
 latency) runs (a) through run_round alone, collecting the typed events in memory, and
-(b) through RoundRunner, which dumps each event to JSON, stores it with recording.record
-on SQLite (WAL, a temporary POWERON_VAR_DIR), keeps produced documents under MEDIA_ROOT,
-and broadcasts it on the in-memory channel layer to one draining viewer. Runs alternate,
+(b) as a durable round (a DBOS workflow whose model calls, actions and document writes are
+checkpointed on SQLite), which stores each event with recording.record on SQLite (WAL, a
+temporary POWERON_VAR_DIR), keeps produced documents under MEDIA_ROOT, and broadcasts it on
+the in-memory channel layer to one draining viewer. Runs alternate,
 so noise on the shared machine hits both alike. Prints medians and p90s, never asserts.
 
     .venv/bin/python bench/host_overhead.py [--quick] [--runs N]
@@ -152,7 +153,7 @@ async def runner_round(owner: Any) -> tuple[float, int, int]:
     from channels.layers import get_channel_layer
 
     from workflows import services
-    from workflows.execution.runner import RoundRunner
+    from workflows.execution import runner
     from workflows.live import broadcast
 
     def open_round():
@@ -173,7 +174,8 @@ async def runner_round(owner: Any) -> tuple[float, int, int]:
 
     viewer = asyncio.create_task(drain())
     started = time.perf_counter()
-    status = await RoundRunner(workflow, message).execute()
+    handle = await runner.start(workflow.pk, message.round, message.pk, queued=False)
+    status = await handle.get_result(polling_interval_sec=0.005)
     elapsed = time.perf_counter() - started
     await asyncio.sleep(0)  # let the viewer take the last event
     viewer.cancel()
@@ -184,12 +186,16 @@ async def runner_round(owner: Any) -> tuple[float, int, int]:
 
 
 async def measure(runs: int, warmup: int) -> None:
+    from dbos import DBOS
     from django.contrib.auth import get_user_model
     from django.db import connection
+
+    from workflows.execution import durable
 
     timings = Timings()
     patch_host(timings)
     owner = await get_user_model().objects.acreate(username="bench")
+    await durable.launch()  # the runner path is a durable workflow: checkpoints included
 
     def journal_mode() -> str:
         with connection.cursor() as cursor:
@@ -211,6 +217,7 @@ async def measure(runs: int, warmup: int) -> None:
             bare.append(seconds)
             host.append(host_seconds)
             counts = (events, deltas, stored, received)
+    DBOS.destroy()
     report(bare, host, counts, timings, runs=runs, mode=mode)
 
 

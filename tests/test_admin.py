@@ -94,3 +94,28 @@ def test_admin_index_says_which_tools_are_unavailable_and_why(admin_client, sett
     assert "demo model" in page
     assert "<code>web.search</code>" in page
     assert "No search provider is configured" in page
+
+
+def test_quiet_runs_are_found_and_show_their_durable_state(admin_client, alice):
+    """Admins find runs said to be going whose heartbeat went quiet, and see what the durable
+    runtime holds for them (here nothing: the run never started, so settling may end it)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from workflows.models import ChatWorkflow
+
+    quiet = services.workflow_create(owner=alice, title="Quiet one")
+    live = services.workflow_create(owner=alice, title="Live one")
+    old = timezone.now() - timedelta(hours=1)
+    ChatWorkflow.objects.filter(pk=quiet.pk).update(
+        status="running", current_round=1, heartbeat=old
+    )
+    ChatWorkflow.objects.filter(pk=live.pk).update(
+        status="running", current_round=1, heartbeat=timezone.now()
+    )
+    url = reverse("admin:workflows_chatworkflow_changelist") + "?heartbeat=quiet"
+    page = admin_client.get(url).content.decode()
+    assert "Quiet one" in page and "Live one" not in page
+    change = admin_client.get(reverse("admin:workflows_chatworkflow_change", args=[quiet.pk]))
+    assert "none (never started" in change.content.decode()

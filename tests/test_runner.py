@@ -109,3 +109,15 @@ async def test_a_crash_is_shown_and_the_run_still_ends(alice, monkeypatch):
     workflow, events, messages, documents = await stored(workflow)
     assert [kind for _, kind in events] == ["message", "error", "run"]
     assert "tool registry exploded" in workflow.status_reason
+
+
+async def test_a_user_may_run_only_so_many_rounds_at_once(alice, settings):
+    """Past POWERON_MAX_RUNS_PER_USER a send is refused, saying why; the text is not lost."""
+    settings.POWERON_MAX_RUNS_PER_USER = 1
+    first, _ = await workflow_with_upload(alice)
+    second, _ = await workflow_with_upload(alice)
+    await launcher.start_round(workflow_id=first.pk, user=alice, text="one", document_ids=[])
+    with pytest.raises(launcher.CommandRefused, match="1 run going, the most allowed"):
+        await launcher.start_round(workflow_id=second.pk, user=alice, text="two", document_ids=[])
+    await launcher.wait_for(first.pk)
+    assert not await second.messages.aexists()

@@ -5,13 +5,14 @@ from io import StringIO
 
 import pytest
 from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.core.management import call_command
 from django.utils import timezone
 
 from workflows import services
 from workflows.engine.events import DeltaEvent, RoundEvent, StepEvent, TaskEvent
-from workflows.execution import recording
+from workflows.execution import recording, settle
 from workflows.live import broadcast
 from workflows.models import ChatWorkflow
 
@@ -88,3 +89,31 @@ def test_settling_closes_the_open_work_of_the_cut_off_round(alice):
     assert (answer.content, answer.status) == ("Half an ans", "failed")
     received = [async_to_sync(layer.receive)(channel)["event"]["seq"] for _ in closing]
     assert received == [6, 7, 8, 9, 10]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_settling_leaves_a_round_the_durable_runtime_will_run(alice, media_root):
+    """A queued round (on the durable queue, no worker yet) is neither failed nor touched;
+    a "running" one that DBOS never heard of is settled as failed."""
+    from dbos import DBOS
+
+    from workflows.execution import durable, runner
+
+    await durable.launch(queues=[])  # this process takes nothing from the queue
+    try:
+        queued = await database_sync_to_async(active)(alice, ChatWorkflow.Status.QUEUED)
+        orphan = await database_sync_to_async(active)(alice, ChatWorkflow.Status.RUNNING)
+        message = await database_sync_to_async(services.message_create)(
+            workflow=queued, role="user", content="wait", round=1
+        )
+        await runner.start(queued.pk, 1, message.pk, queued=True)
+        settled = await database_sync_to_async(settle.cut_off_runs)()
+        assert list(settled) == [orphan.pk]
+        await queued.arefresh_from_db()
+        await orphan.arefresh_from_db()
+        assert queued.status == ChatWorkflow.Status.QUEUED
+        assert not await queued.events.aexists()
+        assert orphan.status == ChatWorkflow.Status.FAILED
+        assert "before it could start" in orphan.status_reason
+    finally:
+        DBOS.destroy()

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin
+from django.db.models import Q
 from django.http import FileResponse, Http404
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from . import selectors
+from .execution import durable
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
 
 
@@ -67,10 +72,28 @@ class WorkflowEventInline(ReadOnlyInline):
         return text[:300] + ("…" if len(text) > 300 else "")
 
 
+class QuietRunFilter(admin.SimpleListFilter):
+    """Runs said to be going whose heartbeat went quiet: stuck, or waiting for failover."""
+
+    title = "run heartbeat"
+    parameter_name = "heartbeat"
+
+    def lookups(self, request, model_admin):
+        return [("quiet", "Going, but quiet past the failover delay"), ("live", "Going, alive")]
+
+    def queryset(self, request, queryset):
+        if self.value() not in ("quiet", "live"):
+            return queryset
+        cutoff = timezone.now() - timedelta(seconds=settings.POWERON_FAILOVER_SECONDS)
+        going = queryset.filter(status__in=ChatWorkflow.ACTIVE_STATUSES)
+        quiet = Q(heartbeat__lt=cutoff) | Q(heartbeat__isnull=True)
+        return going.filter(quiet) if self.value() == "quiet" else going.exclude(quiet)
+
+
 @admin.register(ChatWorkflow)
 class ChatWorkflowAdmin(admin.ModelAdmin):
     list_display = ("__str__", "owner", "mode", "status", "steps", "tokens", "created")
-    list_filter = ("status", "mode", "created")
+    list_filter = ("status", QuietRunFilter, "mode", "created")
     search_fields = ("title", "owner__username", "messages__content")
     list_select_related = ("owner",)
     # The run's state is written by the runner only: editing it under a live run would lie.
@@ -81,6 +104,7 @@ class ChatWorkflowAdmin(admin.ModelAdmin):
         "current_task",
         "current_action",
         "heartbeat",
+        "durable_state",
         "last_seq",
         "prompt_tokens",
         "completion_tokens",
@@ -96,6 +120,7 @@ class ChatWorkflowAdmin(admin.ModelAdmin):
                     ("status", "status_reason"),
                     ("current_round", "current_task", "current_action"),
                     ("heartbeat", "last_seq"),
+                    "durable_state",
                 )
             },
         ),
@@ -110,6 +135,15 @@ class ChatWorkflowAdmin(admin.ModelAdmin):
     def get_search_results(self, request, queryset, search_term):
         queryset, _ = super().get_search_results(request, queryset, search_term)
         return queryset.distinct(), False
+
+    @admin.display(description="Durable state of the current round")
+    def durable_state(self, workflow: ChatWorkflow) -> str:
+        """What DBOS holds for the round: PENDING resumes, ENQUEUED waits for a worker."""
+        if not workflow.current_round:
+            return "—"
+        states = durable.statuses([(workflow.pk, workflow.current_round)])
+        state = states.get((workflow.pk, workflow.current_round))
+        return state or "none (never started, or the system database was reset)"
 
     @admin.display(description="Steps", ordering="step_count")
     def steps(self, workflow: ChatWorkflow) -> int:

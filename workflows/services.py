@@ -179,9 +179,10 @@ def round_open(
     with transaction.atomic():
         going = ChatWorkflow.objects.filter(owner=owner, status__in=ChatWorkflow.ACTIVE_STATUSES)
         if max_runs and going.exclude(pk=workflow_id).count() >= max_runs:
+            runs = f"{max_runs} run{'s' if max_runs != 1 else ''}"
             raise WorkflowBusy(
-                f"You already have {max_runs} runs going, the most allowed at once; wait for "
-                "one to finish or stop one."
+                f"You already have {runs} going, the most allowed at once; wait for one to "
+                "finish or stop one."
             )
         claimed = (
             ChatWorkflow.objects.filter(pk=workflow_id, owner=owner)

@@ -87,7 +87,8 @@ async def launch(*, queues: Iterable[str] | None = None, executor_id: str | None
         worker_concurrency=settings.POWERON_WORKER_CONCURRENCY,
         polling_interval_sec=settings.POWERON_QUEUE_POLL_SECONDS,
     )
-    logger.info("DBOS launched: executor %s, version %s", executor_id, settings.POWERON_APP_VERSION)
+    who = executor_id or settings.POWERON_EXECUTOR_ID
+    logger.info("DBOS launched: executor %s, version %s", who, settings.POWERON_APP_VERSION)
 
 
 def _stops_are_not_errors(record: logging.LogRecord) -> bool:
