@@ -175,7 +175,8 @@ POWERON_LLM_API_KEY = os.environ.get("POWERON_LLM_API_KEY") or os.environ.get("O
 POWERON_LLM_MODEL = os.environ.get("POWERON_LLM_MODEL", "gpt-4o-mini")
 POWERON_LLM_TIMEOUT = env_int("POWERON_LLM_TIMEOUT", 60)
 POWERON_MAX_STEPS = env_int("POWERON_MAX_STEPS", 5)
-POWERON_TOKEN_BUDGET = env_int("POWERON_TOKEN_BUDGET", 200_000)
+POWERON_TOKEN_BUDGET = env_int("POWERON_TOKEN_BUDGET", 200_000)  # per round
+POWERON_DAILY_TOKEN_BUDGET = env_int("POWERON_DAILY_TOKEN_BUDGET", 0)  # per workflow, 24 h
 POWERON_TIME_BUDGET = env_int("POWERON_TIME_BUDGET", 600)
 # Where runs execute: "inline" in the web process that received the message, or "worker"
 # in `manage.py run_workers` processes (needs REDIS_URL, so the processes share a layer).

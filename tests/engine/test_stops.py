@@ -76,13 +76,14 @@ async def test_granted_steps_continue_the_same_task() -> None:
 
 
 async def test_stop_when_the_token_budget_is_spent() -> None:
-    """Once the workflow's tokens are used up no more model calls are made."""
+    """Once the round's tokens are used up no more model calls are made; the reason says a
+    new message starts afresh."""
     llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), cont()])
-    state = make_state(budgets=Budgets(tokens=3000, tokens_used=1500))
+    state = make_state(budgets=Budgets(tokens=1500))
     events = await collect(state, llm)
     llm.assert_complete()
     assert codes(events) == ["token_budget"]
-    assert "token budget" in of(events, "status")[0].reason
+    assert "a new message starts with a fresh budget" in of(events, "status")[0].reason
     answer = of(events, "message")[-1]
     assert answer.role == "assistant" and "token budget" in answer.content
     assert of(events, "task")[-1].status == "failed"
@@ -281,3 +282,14 @@ async def test_waiting_for_the_user_counts_against_the_budget_not_the_step() -> 
     step = of(events, "step")[-1]
     assert step.status == "success" and step.durationMs < 50_000  # not the 100 s wait
     assert of(events, "round")[-1].durationMs > 100_000  # but the round's time includes it
+
+
+async def test_the_daily_budget_counts_earlier_rounds_of_the_day() -> None:
+    """With the workflow's day nearly spent by earlier rounds, this round stops early and
+    says when the budget frees up."""
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), cont()])
+    state = make_state(budgets=Budgets(tokens=None, day_tokens=5000, day_tokens_used=4000))
+    events = await collect(state, llm)
+    llm.assert_complete()
+    reason = of(events, "status")[0].reason
+    assert "daily token budget is spent" in reason and "24 hours" in reason

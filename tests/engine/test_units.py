@@ -321,3 +321,24 @@ async def test_refine_sees_earlier_steps_fenced_as_data() -> None:
     prompt = refine.messages[-1]["content"]
     steps = prompt.split("## Steps so far")[1]
     assert steps.lstrip().startswith("<<<UNTRUSTED DATA from earlier steps")
+
+
+def test_the_documents_index_stays_bounded_in_a_long_workflow() -> None:
+    """This round's documents are listed, the newest of earlier rounds too; older ones are
+    counted (and still resolvable), and a long list is cut: the section stops growing."""
+    from workflows.engine.contracts import DocumentRef, resolve_references
+    from workflows.engine.prompts import render_documents
+
+    def refs(rounds: int) -> list[DocumentRef]:
+        return [
+            DocumentRef(id=f"{r}-{n}", name=f"page{n}.md", mime="text/markdown",
+                        label=f"round{r}_task1_action{n // 5 + 1}_pages", round=r)
+            for r in range(1, rounds + 1) for n in range(15)
+        ]  # fmt: skip
+
+    small, large = refs(2), refs(20)
+    text = render_documents(large, current_round=20, caps=Caps())
+    assert len(text) <= 1.5 * len(render_documents(small, current_round=2, caps=Caps()))
+    assert "docItem:20-14:page14.md" in text  # this round: every list shown
+    assert "+273 older document(s)" in text
+    assert resolve_references(["docList:round1_task1_action1_pages"], large)  # still works

@@ -108,9 +108,18 @@ class Budget:
     def exhausted(self) -> tuple[str, str] | None:
         """(code, reason) when the token or time budget is spent, else None."""
         limit = self.limits.tokens
-        used = self.limits.tokens_used + self.tokens
-        if limit is not None and used >= limit:
-            return "token_budget", f"The token budget is spent ({used} of {limit} tokens)."
+        if limit is not None and self.tokens >= limit:
+            return "token_budget", (
+                f"This round's token budget is spent ({self.tokens} of {limit} tokens); "
+                "a new message starts with a fresh budget."
+            )
+        day = self.limits.day_tokens
+        used = self.limits.day_tokens_used + self.tokens
+        if day is not None and used >= day:
+            return "token_budget", (
+                f"This workflow's daily token budget is spent ({used} of {day} tokens in "
+                "24 hours); it frees up as the day's earlier rounds age past 24 hours."
+            )
         seconds = self.limits.seconds
         if seconds is not None and self.clock() - self.started >= seconds:
             return "time_budget", f"The time budget is spent ({seconds:g} s)."

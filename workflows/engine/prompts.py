@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from .contracts import DocumentRef, Message, Tool, catalog_line, untrusted
 from .history import render_history
 from .schemas import Observation, ParameterField, ParametersSchema
-from .state import ConnectionInfo, HistoryEntry
+from .state import Caps, ConnectionInfo, HistoryEntry
 
 TEMPLATES = Path(__file__).with_name("prompts")
 
@@ -50,15 +50,35 @@ def render_catalog(tools: Sequence[Tool]) -> str:
     return "\n".join(f"- {catalog_line(tool)}" for tool in tools) or "(no actions allowed)"
 
 
-def render_documents(index: Sequence[DocumentRef]) -> str:
-    """docList labels with their docItem references, oldest label first."""
+def render_documents(
+    index: Sequence[DocumentRef], *, current_round: int = 0, caps: Caps | None = None
+) -> str:
+    """The documents that matter now, as docList labels with their docItem references: all
+    of this round's, the newest of earlier rounds; the rest counted, not listed (references to
+    them still work). A long workflow's prompt stays the same size."""
     if not index:
         return "(none)"
+    caps = caps or Caps()
+    earlier = [ref for ref in index if ref.round != current_round]
+    shown = [*earlier[-caps.documents_recent :], *(r for r in index if r.round == current_round)]
+    hidden = earlier[: -caps.documents_recent] if len(earlier) > caps.documents_recent else []
     lines: list[str] = []
-    for label in dict.fromkeys(ref.label for ref in index):
-        docs = [ref for ref in index if ref.label == label]
-        lines.append(f"- docList:{label} ({len(docs)} document(s))")
-        lines.extend(f"  - docItem:{d.id}:{d.name} ({d.mime}, {d.size} bytes)" for d in docs)
+    if hidden:
+        labels = len({ref.label for ref in hidden})
+        lines.append(
+            f"- (+{len(hidden)} older document(s) under {labels} label(s), not listed; "
+            "docList:<label> and docItem:<id> references to them still work)"
+        )
+    for label in dict.fromkeys(ref.label for ref in shown):
+        docs = [ref for ref in shown if ref.label == label]
+        total = sum(ref.label == label for ref in index)
+        lines.append(f"- docList:{label} ({total} document(s))")
+        lines.extend(
+            f"  - docItem:{d.id}:{d.name} ({d.mime}, {d.size} bytes)"
+            for d in docs[: caps.documents_per_label]
+        )
+        if len(docs) > caps.documents_per_label:
+            lines.append(f"  - … {len(docs) - caps.documents_per_label} more in this list")
     return "\n".join(lines)
 
 

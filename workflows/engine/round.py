@@ -118,7 +118,7 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
         "taskplan",
         max_tasks=MAX_TASKS,
         prompt=ctx.state.prompt,
-        documents=render_documents(ctx.store.index()),
+        documents=render_documents(ctx.store.index(), current_round=ctx.round, caps=ctx.state.caps),
         history=render_history(ctx.history(), ctx.round, max_chars=ctx.state.caps.history_chars),
     )
     async for event in ask(ctx, messages, output=TaskPlan, kind="taskplan", out=out):

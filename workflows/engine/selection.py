@@ -39,7 +39,9 @@ def selection_messages(
             objective=task.item.objective,
             criteria=task.criteria(),
             catalog=render_catalog(tools),
-            documents=render_documents(ctx.store.index()),
+            documents=render_documents(
+                ctx.store.index(), current_round=ctx.round, caps=ctx.state.caps
+            ),
             connections=render_connections(ctx.state.connections),
             learnings=render_list(ctx.learnings),
             forbidden=FORBIDDEN_TEXT,

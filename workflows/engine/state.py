@@ -42,12 +42,14 @@ class ConnectionInfo(BaseModel):
 
 
 class Budgets(BaseModel):
-    """Limits for the whole workflow; None means unlimited."""
+    """Limits of one round, and optionally of the workflow's day; None means unlimited."""
 
     tokens: int | None = 200_000
-    """Token budget per workflow (prompt + completion)."""
-    tokens_used: int = 0
-    """Tokens spent by earlier rounds of the workflow."""
+    """Token budget of this round (prompt + completion)."""
+    day_tokens: int | None = None
+    """Token budget of the workflow over 24 hours."""
+    day_tokens_used: int = 0
+    """Tokens the workflow spent in the 24 hours before this round."""
     seconds: float | None = 600.0
     """Time budget for this round."""
 
@@ -73,6 +75,11 @@ class Caps(BaseModel):
     """The largest prompt the engine builds; history is cut first."""
     history_chars: int = 6_000
     final_context_chars: int = 8_000
+    documents_recent: int = 12
+    """Documents of earlier rounds listed by name in prompts (the newest); older ones are
+    counted, and references to them still resolve."""
+    documents_per_label: int = 8
+    """Documents listed under one label; the rest of the list is counted."""
 
 
 class RoundState(BaseModel):

@@ -69,7 +69,8 @@ async def run_reasoning(ctx: RoundContext) -> AsyncIterator[Event]:
         messages = build(
             "thought",
             prompt=ctx.state.prompt,
-            documents=material.value or render_documents(ctx.store.index()),
+            documents=material.value
+            or render_documents(ctx.store.index(), current_round=ctx.round, caps=ctx.state.caps),
             history=render_history(
                 ctx.history(), ctx.round, max_chars=ctx.state.caps.history_chars
             ),
@@ -117,7 +118,7 @@ async def read_attachments(
     ]
     if not attached:
         return
-    index = render_documents(ctx.store.index())
+    index = render_documents(ctx.store.index(), current_round=ctx.round, caps=ctx.state.caps)
     step, opened = ctx.begin_step(task, 1, method=READER)
     yield opened
     tool = find_tool(ctx, READER)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.utils import timezone
 
 from workflows.engine.contracts import LLM, ToolExecutor
 from workflows.engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
@@ -150,12 +152,25 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
         connections=[ConnectionInfo(label=c.label, kind=c.kind) for c in connections],
         budgets=Budgets(
             tokens=settings.POWERON_TOKEN_BUDGET or None,
-            tokens_used=workflow.total_tokens,
+            day_tokens=settings.POWERON_DAILY_TOKEN_BUDGET or None,
+            day_tokens_used=tokens_in_the_last_day(workflow),
             seconds=float(settings.POWERON_TIME_BUDGET) or None,
         ),
         policy=Policy(approval=list(settings.POWERON_APPROVAL_METHODS)),
     )
     return state.model_dump(mode="json")
+
+
+def tokens_in_the_last_day(workflow: ChatWorkflow) -> int:
+    """Prompt and completion tokens the workflow's model calls spent in the last 24 hours."""
+    since = timezone.now() - timedelta(days=1)
+    usages = workflow.events.filter(type="usage", created__gte=since).values_list(
+        "payload", flat=True
+    )
+    return sum(
+        int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+        for usage in usages
+    )
 
 
 @database_sync_to_async
