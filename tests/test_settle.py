@@ -87,7 +87,7 @@ def test_settling_closes_the_open_work_of_the_cut_off_round(alice):
     ]
     answer = workflow.messages.get(role="assistant")
     assert (answer.content, answer.status) == ("Half an ans", "failed")
-    received = [async_to_sync(layer.receive)(channel)["event"]["seq"] for _ in closing]
+    received = [async_to_sync(layer.receive)(channel)["seq"] for _ in closing]
     assert received == [6, 7, 8, 9, 10]
 
 

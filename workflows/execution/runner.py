@@ -34,7 +34,10 @@ from .checkpoints import Checkpoints, DurableControls, DurableLLM, DurableStore,
 
 logger = logging.getLogger(__name__)
 
-DELTA_FLUSH_SECONDS = 0.25
+FRAME_SECONDS = 0.08
+"""Live text of a streamed answer is sent at most this often per message."""
+DELTA_FLUSH_SECONDS = 0.5
+"""...and stored at most this often."""
 STOP_CHECK_SECONDS = 2
 LISTEN_RETRY_SECONDS = 1.0
 
@@ -80,6 +83,9 @@ class RoundRunner:
         self.sender: broadcast.Sender | None = None
         self.deltas: dict[str, DeltaEvent] = {}
         """Streamed text not yet stored, per message key."""
+        self.frames: dict[str, DeltaEvent] = {}
+        """Streamed text not yet sent, per message key."""
+        self.frame_timer: asyncio.TimerHandle | None = None
         self.last_flush = 0.0
         self.stopped = False
         self.parts: setup.RoundParts | None = None
@@ -271,21 +277,31 @@ class RoundRunner:
             self.on_event(stored)
 
     async def piece(self, key: str, text: str, offset: int, attempt: str) -> None:
-        """A live piece of a streamed message (called inside its step): shown now, stored
-        coalesced."""
+        """A live piece of a streamed message (called inside its step): sent in frames at a
+        human rate (a frame carries its offset), stored coalesced, a few times a second."""
         event = DeltaEvent(round=self.round, key=key, text=text, offset=offset, attempt=attempt)
-        pending = self.deltas.get(key)
-        if pending is None or pending.attempt != attempt:
-            self.deltas[key] = event
-        else:
-            self.deltas[key] = pending.model_copy(update={"text": pending.text + text})
-        assert self.sender is not None
-        self.sender.send(Envelope(workflow=self.workflow_id, seq=None, event=event))
+        self.frames[key] = joined(self.frames.get(key), event)
+        self.deltas[key] = joined(self.deltas.get(key), event)
+        if self.frame_timer is None:
+            loop = asyncio.get_running_loop()
+            self.frame_timer = loop.call_later(FRAME_SECONDS, self.send_frames)
         if time.monotonic() - self.last_flush >= DELTA_FLUSH_SECONDS:
             await self.flush_deltas()
 
+    def send_frames(self) -> None:
+        """Send the text streamed since the last frame, one frame per message."""
+        if self.frame_timer is not None:
+            self.frame_timer.cancel()
+            self.frame_timer = None
+        frames, self.frames = self.frames, {}
+        assert self.sender is not None
+        for frame in frames.values():
+            self.sender.send(Envelope(workflow=self.workflow_id, seq=None, event=frame))
+
     async def flush_deltas(self) -> None:
-        """Store the text streamed since the last flush, one event per message."""
+        """Send what is framed, then store the text streamed since the last flush, one event
+        per message (a viewer that missed a frame gets the text from these)."""
+        self.send_frames()
         self.last_flush = time.monotonic()
         pending, self.deltas = self.deltas, {}
         for event in pending.values():
@@ -299,6 +315,13 @@ class RoundRunner:
             self.workflow_id, status, reason
         ):
             self.publish(stored)
+
+
+def joined(pending: DeltaEvent | None, piece: DeltaEvent) -> DeltaEvent:
+    """A piece added to the text pending for its message (a new attempt starts afresh)."""
+    if pending is None or pending.attempt != piece.attempt:
+        return piece
+    return pending.model_copy(update={"text": pending.text + piece.text})
 
 
 def outcome(round_event: RoundEvent) -> tuple[str, str]:

@@ -8,6 +8,7 @@ is committed, a broadcast that fails is logged and left to the viewers' own catc
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from contextlib import suppress
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 from channels.layers import get_channel_layer
 
 from workflows.contract import Envelope
+
+from .rendering import render_event
 
 logger = logging.getLogger(__name__)
 
@@ -32,10 +35,22 @@ def control_group(workflow_id: int) -> str:
     return f"workflow-control.{workflow_id}"
 
 
+def rendered(envelope: Envelope) -> dict[str, Any]:
+    """The layer message of an event: rendered once, as JSON and as HTML, for every viewer
+    of every process (consumers only pick the format their viewer asked for)."""
+    return {
+        "type": "workflow.event",
+        "seq": envelope.seq,
+        "final": envelope.final,
+        "json": json.dumps(envelope.as_json(), ensure_ascii=False, separators=(",", ":")),
+        "html": render_event(envelope),
+    }
+
+
 async def broadcast(envelope: Envelope) -> bool:
-    """Send a committed event (or a live delta) to the workflow's viewers; False when the
+    """Send a committed event (or a live frame) to the workflow's viewers; False when the
     layer did not take it (logged; viewers catch up from the database)."""
-    message = {"type": "workflow.event", "event": envelope.as_json()}
+    message = rendered(envelope)
     return await _send(viewers_group(envelope.workflow), message, what=f"event {envelope.seq}")
 
 

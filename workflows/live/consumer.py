@@ -127,16 +127,18 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
                     await self.replay(upto=None)
 
     async def workflow_event(self, message: dict[str, Any]) -> None:
-        """A live event from the run, already stored (or an unstored token delta)."""
+        """A live event from the run, already stored (or an unstored frame of an answer),
+        rendered once by the process that stored it: sent as it is."""
         self.heard = time.monotonic()
-        data = message["event"]
-        seq = data.get("seq")
+        seq = message["seq"]
         async with self.ordered:
-            if seq is not None and seq <= self.last_seq:
-                return
-            if seq is not None and seq > self.last_seq + 1:  # the layer dropped something
-                await self.replay(upto=seq - 1)
-            await self.send_event(Envelope.from_json(data))
+            if seq is not None:
+                if seq <= self.last_seq:
+                    return
+                if seq > self.last_seq + 1:  # the layer dropped something: the database has it
+                    await self.replay(upto=seq - 1)
+                self.last_seq, self.settled = seq, message["final"]
+            await self.send(text_data=message[self.format])
 
     async def send_event(self, envelope: Envelope) -> None:
         if envelope.seq is not None:
