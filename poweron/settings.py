@@ -130,12 +130,22 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000},
+            "CONFIG": {
+                "hosts": [REDIS_URL],
+                "capacity": env_int("POWERON_CHANNEL_CAPACITY", 1000),
+                "expiry": env_int("POWERON_CHANNEL_EXPIRY", 30),
+            },
         }
     }
 else:
     CHANNEL_LAYERS = {  # one process only: runs, sockets and workers must share it
-        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
+        "default": {
+            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            "CONFIG": {
+                "capacity": env_int("POWERON_CHANNEL_CAPACITY", 1000),
+                "expiry": env_int("POWERON_CHANNEL_EXPIRY", 30),
+            },
+        }
     }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -161,3 +161,16 @@ async def test_a_final_status_the_layer_dropped_still_reaches_the_viewer(alice, 
     assert (final["seq"], final["type"], final["payload"]["status"]) == (3, "run", "failed")
     assert await communicator.receive_nothing(timeout=0.5)  # nothing twice
     await communicator.disconnect()
+
+
+async def test_a_viewer_far_behind_is_closed_to_reconnect_and_replay(alice):
+    """Hundreds of events behind the live stream, a viewer is closed with 1013 (the page
+    reconnects by itself from where it was), rather than fed everything inline."""
+    workflow = await make_workflow(alice)
+    communicator = await connect(alice, workflow.pk)
+    await communicator.send_json_to({"action": "explode"})  # answered once connected
+    assert (await receive(communicator))["type"] == "notice"
+    stored = await store_events(workflow, 502)  # stored, never broadcast to this viewer
+    await broadcast.broadcast(stored[-1])
+    closed = await communicator.receive_output(timeout=5)
+    assert closed == {"type": "websocket.close", "code": 1013}

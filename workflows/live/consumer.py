@@ -35,6 +35,10 @@ CLOSE_BAD_REQUEST = 4400
 REPLAY_BATCH = 500
 IDLE_CATCH_UP_FACTOR = 8
 """With no run believed going, the database is asked this many times less often."""
+CLOSE_FELL_BEHIND = 1013
+"""Try Again Later: the page reconnects on its own and replays from where it was."""
+FELL_BEHIND_EVENTS = 500
+"""A viewer this many events behind the live stream is closed rather than fed inline."""
 
 
 @database_sync_to_async
@@ -134,6 +138,9 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         async with self.ordered:
             if seq is not None:
                 if seq <= self.last_seq:
+                    return
+                if seq - self.last_seq > FELL_BEHIND_EVENTS:  # too slow: reconnect and replay
+                    await self.close(code=CLOSE_FELL_BEHIND)
                     return
                 if seq > self.last_seq + 1:  # the layer dropped something: the database has it
                     await self.replay(upto=seq - 1)
