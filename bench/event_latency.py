@@ -1,17 +1,18 @@
-"""Event latency under concurrent load: from an event's commit to a WebSocket client.
+"""Live delivery under load: N concurrent runs, 3 viewers each, 30% of them reconnecting,
+on one and on two Daphne processes, side by side.
 
-Three processes on 127.0.0.1: the real ASGI app (poweron.asgi:application) under Daphne,
-the fake OpenAI-compatible model server (tests/support/fake_openai.py, answering every
-request with the demo model's policy, so any number of interleaved rounds can share it),
-and this script's asyncio WebSocket clients (the `websockets` package). For each N, N
-workflows (each with one uploaded note: a two-action React round, extract then report)
-are started at once over their sockets. For every stored event, latency = the client's
-receive time - the time the app committed it: the app process wraps recording.record to
-note time.time() after the commit and adds it to the event's JSON (app code unchanged); the row's
-own `at` (set at INSERT, before the commit) is shown beside it. Prints medians, p90s,
-throughput and ratios against N=1; never asserts timings.
+The production topology on 127.0.0.1: PostgreSQL (a temporary database) and Redis
+(database 13, flushed), one `run_workers` process running every round, D Daphne processes
+serving the viewers (viewer i of a run on Daphne i mod D), the fake model server answering
+with the demo model's policy (0.15 s per call, the answer streamed a word per 10 ms), and
+this script's `websockets` clients. Each run is a two-action React round (extract, report)
+over one uploaded note. For each stored event, latency = the client's receive time - the
+time the process that stored it committed it (that process wraps `recording.record` and adds
+the time to the event's JSON; app code unchanged). Prints p50/p95/p99, stored events/s, the
+answer text delivered live, and what must be 0: gaps, duplicates, viewers that never saw
+the final status, answers not delivered whole. Never asserts.
 
-    .venv/bin/python bench/event_latency.py [--quick] [--reps R]
+    .venv/bin/python bench/event_latency.py [--sizes 10,25,50] [--daphnes 1,2] [--quick]
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import secrets
 import shutil
+import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +43,12 @@ Revenue grew 12 percent in the third quarter. Costs fell by 3 percent.
 The team shipped the new search feature in August. Churn stayed below two percent.
 """
 PROMPT = "Summarise my notes"
-ROUND_TIMEOUT = 120.0
-STARTUP_TIMEOUT = 30.0
+VIEWERS = 3
+RECONNECTING = 0.3
+ROUND_TIMEOUT = 240.0
+STARTUP_TIMEOUT = 60.0
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+REDIS = "redis://127.0.0.1:6379/13"
 SCHEMA_KINDS = {
     "TaskPlan": "taskplan",
     "ActionSelection": "select",
@@ -52,22 +58,24 @@ SCHEMA_KINDS = {
 }
 
 
-# --- the two server processes --------------------------------------------------------------
+# --- the server processes -------------------------------------------------------------------
 
 
 def demo_answer(body: dict[str, Any]) -> Any:
-    """The demo model's answer to one chat-completions request, read from its prompt."""
+    """The demo model's answer to one request, a little slow, the answer streamed word by word."""
+    from tests.support.fake_openai import FakeReply
     from workflows.engine.demo import DemoLLM
 
     prompt = body["messages"][-1]["content"]
     name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
     if name in SCHEMA_KINDS:
-        return DemoLLM().decide(SCHEMA_KINDS[name], prompt)
-    return DemoLLM().final(prompt)
+        content = json.dumps(DemoLLM().decide(SCHEMA_KINDS[name], prompt))
+        return FakeReply(content=content, delay=0.15)
+    return FakeReply(content=DemoLLM().final(prompt), delay=0.15, chunk_delay=0.01)
 
 
 def serve_model() -> None:
-    """Child process: the fake model server; prints its URL, serves until stdin closes."""
+    """Child: the fake model server; prints its URL, serves until stdin closes."""
     from tests.support.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer([demo_answer] * 1_000_000) as server:
@@ -75,22 +83,21 @@ def serve_model() -> None:
         sys.stdin.read()
 
 
-def serve_app(port: int) -> None:
-    """Child process: Daphne serving the app, with commit times stamped on stored events."""
+def stamp_commits() -> None:
+    """In an app process: note when each event is committed, and say it in its JSON."""
     import django
 
     django.setup()
-    from daphne.cli import CommandLineInterface
-
     from workflows.contract import Envelope
     from workflows.execution import recording
 
     committed: dict[tuple[int, int | None], float] = {}
     record, as_json = recording.record, Envelope.as_json
 
-    def stamped_record(*args: Any) -> Envelope:
-        envelope = record(*args)
-        committed[(envelope.workflow, envelope.seq)] = time.time()
+    def stamped_record(*args: Any, **kwargs: Any) -> Envelope | None:
+        envelope = record(*args, **kwargs)
+        if envelope is not None:
+            committed[(envelope.workflow, envelope.seq)] = time.time()
         return envelope
 
     def stamped_json(envelope: Envelope) -> dict[str, Any]:
@@ -99,9 +106,24 @@ def serve_app(port: int) -> None:
             data["committedAt"] = at
         return data
 
-    recording.record = stamped_record
+    recording.record = stamped_record  # type: ignore[assignment]
     Envelope.as_json = stamped_json  # type: ignore[method-assign]
+
+
+def serve_app(port: int) -> None:
+    """Child: Daphne serving the app, commit times stamped."""
+    stamp_commits()
+    from daphne.cli import CommandLineInterface
+
     CommandLineInterface().run(["-b", "127.0.0.1", "-p", str(port), "poweron.asgi:application"])
+
+
+def serve_worker() -> None:
+    """Child: a `run_workers` process, commit times stamped."""
+    stamp_commits()
+    from django.core.management import call_command
+
+    call_command("run_workers", "--executor-id", "bench-worker")
 
 
 def free_port() -> int:
@@ -110,31 +132,37 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_for_port(port: int, process: subprocess.Popen, log: Path) -> None:
+def wait_for(check, process: subprocess.Popen, log: Path, what: str) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"Daphne exited early:\n{log.read_text()[-2000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            raise RuntimeError(f"{what} exited early:\n{log.read_text()[-3000:]}")
+        if check():
             return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"Daphne did not listen within {STARTUP_TIMEOUT:.0f} s")
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} did not start within {STARTUP_TIMEOUT:.0f} s")
+
+
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
 
 
 def stop(process: subprocess.Popen) -> None:
     """End a child this script started, by its own handle."""
     if process.poll() is None:
-        process.terminate()
+        process.send_signal(signal.SIGTERM)
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
 
 
-# --- the clients ---------------------------------------------------------------------------
+# --- the clients -----------------------------------------------------------------------------
 
 
 def new_workflows(owner: Any, count: int) -> list[tuple[int, int]]:
@@ -149,72 +177,144 @@ def new_workflows(owner: Any, count: int) -> list[tuple[int, int]]:
     return made
 
 
-async def watch(
-    port: int, cookie: str, workflow_id: int, upload_id: int, start: asyncio.Barrier
-) -> list[tuple[float, dict[str, Any]]]:
-    """Connect, wait for every other client, send the message, collect events to the final one.
+class Viewer:
+    """One socket watching one workflow; it may drop and reconnect once mid-run."""
 
-    The consumer handles the message only after its connect handler has subscribed it.
-    """
-    from websockets.asyncio.client import connect
+    def __init__(self, port: int, cookie: str, workflow_id: int, reconnect: bool) -> None:
+        self.url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
+        self.cookie = cookie
+        self.reconnect = reconnect
+        self.received: list[tuple[float, dict[str, Any]]] = []
+        self.finished = False
 
-    url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
-    received: list[tuple[float, dict[str, Any]]] = []
-    async with connect(
-        url, origin="http://127.0.0.1", additional_headers={"Cookie": cookie}, proxy=None
-    ) as socket_:
-        await start.wait()
-        command = {"action": "send", "text": PROMPT, "documents": [upload_id]}
-        await socket_.send(json.dumps(command))
-        async with asyncio.timeout(ROUND_TIMEOUT):
-            async for raw in socket_:
-                now = time.time()
-                event = json.loads(raw)
-                received.append((now, event))
-                if event["type"] == "notice" and event["payload"]["level"] == "error":
-                    raise RuntimeError(event["payload"]["text"])
-                if event["type"] == "run" and event["payload"]["status"] != "stopping":
-                    break
-    return received
+    async def watch(self, start: asyncio.Event, send: dict[str, Any] | None) -> None:
+        from websockets.asyncio.client import connect
+
+        last, drop_at = 0, (random.uniform(0.5, 4.0) if self.reconnect else None)
+        headers = {"Cookie": self.cookie}
+        try:
+            async with asyncio.timeout(ROUND_TIMEOUT):
+                async with connect(self.url, origin="http://127.0.0.1", additional_headers=headers,
+                                   proxy=None) as socket_:  # fmt: skip
+                    await start.wait()
+                    if send:
+                        await socket_.send(json.dumps(send))
+                    began = time.monotonic()
+                    while True:
+                        wait = None if drop_at is None else drop_at - (time.monotonic() - began)
+                        if wait is not None and wait <= 0:
+                            break  # drop the connection mid-run
+                        try:
+                            raw = await asyncio.wait_for(socket_.recv(), wait)
+                        except TimeoutError:
+                            break
+                        if self.take(raw):
+                            return
+                        last = self.received[-1][1]["seq"] or last
+                await asyncio.sleep(random.uniform(0.2, 1.0))
+                url = f"{self.url}&after={last}"
+                async with connect(url, origin="http://127.0.0.1", additional_headers=headers,
+                                   proxy=None) as socket_:  # fmt: skip
+                    async for raw in socket_:
+                        if self.take(raw):
+                            return
+        except TimeoutError:
+            return  # an unfinished viewer: counted
+
+    def take(self, raw: str) -> bool:
+        event = json.loads(raw)
+        self.received.append((time.time(), event))
+        self.finished = event["type"] == "run" and event["payload"]["status"] in (
+            "completed", "failed", "stopped")  # fmt: skip
+        return self.finished
 
 
-async def concurrent_rounds(port: int, cookie: str, owner: Any, count: int) -> dict[str, Any]:
-    """Run `count` rounds at once; latencies (ms) of every stored event, and throughput."""
+def streamed_text(events: list[dict[str, Any]]) -> tuple[str, int]:
+    """The answer as a page builds it from deltas, and how much of it came in live frames."""
+    text, attempt, live = "", None, 0
+    for event in events:
+        if event["type"] != "delta":
+            continue
+        piece = event["payload"]
+        if piece["attempt"] != attempt:
+            text, attempt = "", piece["attempt"]
+        offset, more = piece["offset"], piece["text"]
+        if offset <= len(text) < offset + len(more):
+            added = more[len(text) - offset :]
+            text += added
+            live += len(added) if event["seq"] is None else 0
+    return text, live
+
+
+async def concurrent_runs(ports: list[int], cookie: str, owner: Any, count: int) -> dict:
+    """Run `count` rounds at once, watched by 3 viewers each; every figure of one row."""
     from channels.db import database_sync_to_async
 
     made = await database_sync_to_async(new_workflows)(owner, count)
-    start = asyncio.Barrier(count + 1)
-    clients = [asyncio.create_task(watch(port, cookie, w, u, start)) for w, u in made]
-    async with asyncio.timeout(ROUND_TIMEOUT):  # a client that cannot connect fails below
-        await start.wait()
+    start = asyncio.Event()
+    viewers, tasks = [], []
+    for run, (workflow_id, upload_id) in enumerate(made):
+        send = {"action": "send", "text": PROMPT, "documents": [upload_id]}
+        for index in range(VIEWERS):
+            viewer = Viewer(
+                ports[(run * VIEWERS + index) % len(ports)],
+                cookie,
+                workflow_id,
+                reconnect=index > 0 and random.random() < RECONNECTING * VIEWERS / 2,
+            )
+            viewers.append(viewer)
+            tasks.append(asyncio.create_task(viewer.watch(start, send if index == 0 else None)))
+    await asyncio.sleep(1.0 + count * 0.02)  # every socket is connected and subscribed
     started = time.time()
-    results = await asyncio.gather(*clients)
-    commit, row = [], []
-    for received in results:
-        for seen, event in received:
-            if event.get("seq") is None:  # token deltas and notices are not stored
-                continue
-            row.append((seen - datetime.fromisoformat(event["at"]).timestamp()) * 1000)
-            if "committedAt" in event:  # not when replayed from the database after a drop
-                commit.append((seen - event["committedAt"]) * 1000)
-    finished = max(received[-1][0] for received in results)
-    completed = sum(r[-1][1]["payload"].get("status") == "completed" for r in results)
-    return {"commit": commit, "row": row, "seconds": finished - started, "completed": completed}
+    start.set()
+    await asyncio.gather(*tasks)
+    latencies, stored_seen = [], set()
+    gaps = duplicates = unfinished = incomplete = 0
+    live_chars = answer_chars = 0
+    for viewer in viewers:
+        events = [event for _, event in viewer.received]
+        seqs = [e["seq"] for e in events if e["seq"] is not None]
+        duplicates += len(seqs) - len(set(seqs))
+        gaps += int(sorted(set(seqs)) != list(range(1, max(seqs, default=0) + 1)))
+        unfinished += not viewer.finished
+        answers = [
+            e for e in events if e["type"] == "message" and e["payload"]["role"] == "assistant"
+        ]
+        text, live = streamed_text(events)
+        if answers:
+            incomplete += not answers[-1]["payload"]["content"].endswith(text) or not text
+            if not viewer.reconnect:
+                live_chars, answer_chars = live_chars + live, answer_chars + len(text)
+        for seen, event in viewer.received:
+            if event["seq"] is not None and "committedAt" in event:
+                latencies.append((seen - event["committedAt"]) * 1000)
+                stored_seen.add((event["workflow"], event["seq"]))
+    finished = max((v.received[-1][0] for v in viewers if v.received), default=started)
+    completed = sum(
+        v.finished and v.received[-1][1]["payload"]["status"] == "completed" for v in viewers
+    )
+    return {
+        "latencies": latencies, "stored": len(stored_seen), "seconds": finished - started,
+        "gaps": gaps, "duplicates": duplicates, "unfinished": unfinished,
+        "incomplete": incomplete, "completed": completed, "viewers": len(viewers),
+        "reconnecting": sum(v.reconnect for v in viewers),
+        "live": live_chars / answer_chars if answer_chars else 0.0,
+    }  # fmt: skip
 
 
 def quantile(values: list[float], q: float) -> float:
-    """The q-quantile by the nearest-rank method (p90: q=0.9)."""
+    """The q-quantile by the nearest-rank method."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))] if ordered else 0.0
 
 
-async def measure(port: int, sizes: list[int], reps: int) -> None:
+async def measure(ports_by_setup: dict[int, list[int]], sizes: list[int], owner_name: str) -> list:
     from asgiref.sync import sync_to_async
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    owner = await get_user_model().objects.acreate(username="bench")
+    owner = await get_user_model().objects.acreate(username=owner_name)
 
     def login() -> str:
         client = Client()
@@ -224,71 +324,94 @@ async def measure(port: int, sizes: list[int], reps: int) -> None:
         )
 
     cookie = await sync_to_async(login)()
-    await concurrent_rounds(port, cookie, owner, 1)  # warm-up: imports, first connections
     rows = []
-    for size in sizes:
-        commit: list[float] = []
-        row: list[float] = []
-        seconds, completed = 0.0, 0
-        for _ in range(reps):
-            result = await concurrent_rounds(port, cookie, owner, size)
-            commit += result["commit"]
-            row += result["row"]
-            seconds += result["seconds"]
-            completed += result["completed"]
-        rows.append((size, commit, row, seconds, completed))
-    report(rows, reps)
+    for daphnes, ports in ports_by_setup.items():
+        await concurrent_runs(ports, cookie, owner, 2)  # warm-up: imports, first connections
+        for size in sizes:
+            rows.append((daphnes, size, await concurrent_runs(ports, cookie, owner, size)))
+    return rows
 
 
-def report(rows: list[tuple[int, list[float], list[float], float, int]], reps: int) -> None:
+def report(rows: list) -> None:
     print(
-        "event latency under concurrent load: Daphne subprocess on 127.0.0.1, SQLite (WAL), "
-        "in-memory channel layer, fake model server (demo policy), websockets clients"
+        "live delivery under load: PostgreSQL + Redis on 127.0.0.1, one run_workers process, "
+        "D Daphne processes for the viewers, fake model (demo policy, 0.15 s per call)"
     )
     print(
-        f"each N: {reps} repetitions of N concurrent two-action React rounds, "
-        "latency = client receive - commit of every stored event"
+        f"each row: N concurrent two-action rounds, {VIEWERS} viewers each, about "
+        f"{RECONNECTING:.0%} dropping and reconnecting mid-run; latency = receive - commit"
     )
     print()
-    header = (
-        f"{'N':>3}{'rounds ok':>10}{'events':>8}{'median ms':>11}{'p90 ms':>9}{'at->recv ms':>13}"
+    print(
+        f"{'D':>2}{'N':>4}{'runs ok':>9}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'events/s':>10}"
+        f"{'live text':>11}{'gaps':>6}{'dups':>6}{'unfinished':>11}{'not whole':>10}"
     )
-    print(f"{header}{'events/s':>10}{'median x':>10}{'p90 x':>8}{'events/s x':>12}")
-    base = None
-    for size, commit, row, seconds, completed in rows:
-        median, p90 = statistics.median(commit), quantile(commit, 0.9)
-        rate = len(commit) / seconds
-        base = base or (median, p90, rate)
-        rounds = f"{completed}/{size * reps}"
+    for daphnes, size, r in rows:
+        lat = r["latencies"]
+        runs_ok = f"{r['completed'] // VIEWERS}/{size}"
+        p50, p95, p99 = (quantile(lat, q) for q in (0.5, 0.95, 0.99))
         print(
-            f"{size:>3}{rounds:>10}{len(commit):>8}{median:>11.2f}{p90:>9.2f}"
-            f"{statistics.median(row):>13.2f}{rate:>10.1f}"
-            f"{median / base[0]:>10.2f}{p90 / base[1]:>8.2f}{rate / base[2]:>12.2f}"
+            f"{daphnes:>2}{size:>4}{runs_ok:>9}{p50:>9.0f}{p95:>9.0f}{p99:>9.0f}"
+            f"{r['stored'] / r['seconds']:>10.0f}{r['live']:>11.1%}"
+            f"{r['gaps']:>6}{r['duplicates']:>6}{r['unfinished']:>11}{r['incomplete']:>10}"
         )
+    print(
+        "\nlive text: share of each answer that reached viewers who stayed connected in live "
+        "frames (the rest came from the stored text); gaps, dups, unfinished and not whole "
+        "count viewers and must be 0"
+    )
+
+
+def postgres_database() -> str:
+    import psycopg
+
+    name = f"poweron_load_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=5) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
+def drop_postgres(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="N in {1, 4} only, 3 repetitions instead of 5"
-    )
-    parser.add_argument("--reps", type=int, help="repetitions per N")
+    parser.add_argument("--sizes", default="10,25,50", help="concurrent runs per row")
+    parser.add_argument("--daphnes", default="1,2", help="Daphne processes per setup")
+    parser.add_argument("--quick", action="store_true", help="N = 10 on one Daphne only")
     parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-app", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--serve-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_model:
         return serve_model()
     if args.serve_app:
         return serve_app(args.serve_app)
-    sizes = [1, 4] if args.quick else [1, 4, 16]
-    reps = args.reps or (3 if args.quick else 5)
+    if args.serve_worker:
+        return serve_worker()
+    sizes = [10] if args.quick else [int(n) for n in args.sizes.split(",")]
+    setups = [1] if args.quick else [int(n) for n in args.daphnes.split(",")]
 
-    var_dir = Path(tempfile.mkdtemp(prefix="poweron-bench-"))
-    for name in ("DATABASE_URL", "REDIS_URL", "MEDIA_ROOT", "POWERON_LLM_BASE_URL"):
+    import redis
+
+    redis.Redis.from_url(REDIS).flushdb()
+    database = postgres_database()
+    var_dir = Path(tempfile.mkdtemp(prefix="poweron-load-"))
+    for name in ("MEDIA_ROOT", "POWERON_LLM_BASE_URL"):
         os.environ.pop(name, None)
     os.environ.update(
         POWERON_VAR_DIR=str(var_dir),
         DJANGO_SETTINGS_MODULE="poweron.settings",
+        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{database}",
+        REDIS_URL=REDIS,
+        POWERON_RUNNER="worker",
+        POWERON_WORKER_CONCURRENCY=str(max(sizes)),
+        POWERON_MAX_RUNS_PER_USER="0",
+        POWERON_QUEUE_POLL_SECONDS="0.2",
         SECRET_KEY=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="127.0.0.1",
         LOG_LEVEL="WARNING",
@@ -300,6 +423,7 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     me = [sys.executable, str(Path(__file__).resolve())]
     children: list[subprocess.Popen] = []
+    logs: list[Path] = []
     try:
         model = subprocess.Popen(
             [*me, "--serve-model"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -311,19 +435,33 @@ def main() -> None:
             POWERON_LLM_API_KEY="sk-bench",
             POWERON_LLM_MODEL="fake-model",
         )
-        port, log = free_port(), var_dir / "daphne.log"
-        with log.open("w") as output:
-            app = subprocess.Popen(
-                [*me, "--serve-app", str(port)], stdout=output, stderr=subprocess.STDOUT, cwd=ROOT
-            )
-        children.append(app)
-        wait_for_port(port, app, log)
-        asyncio.run(measure(port, sizes, reps))
-        if "Traceback" in (logged := log.read_text()):
-            print(f"\nDaphne logged errors; the end of its log:\n{logged[-3000:]}")
+
+        def start(role: list[str], name: str) -> subprocess.Popen:
+            logs.append(var_dir / f"{name}.log")
+            with logs[-1].open("w") as output:
+                child = subprocess.Popen(
+                    [*me, *role], stdout=output, stderr=subprocess.STDOUT, cwd=ROOT
+                )
+            children.append(child)
+            return child
+
+        worker = start(["--serve-worker"], "worker")
+        wait_for(lambda: "Worker ready" in logs[-1].read_text(), worker, logs[-1], "the worker")
+        ports = []
+        for index in range(max(setups)):
+            port = free_port()
+            app = start(["--serve-app", str(port)], f"daphne-{index}")
+            wait_for(lambda port=port: listening(port), app, logs[-1], "Daphne")
+            ports.append(port)
+        rows = asyncio.run(measure({d: ports[:d] for d in setups}, sizes, "bench"))
+        report(rows)
+        for log in logs:
+            if "Traceback" in (text := log.read_text()):
+                print(f"\n{log.name} logged errors; its end:\n{text[-2000:]}")
     finally:
         for child in reversed(children):
             stop(child)
+        drop_postgres(database)
         shutil.rmtree(var_dir, ignore_errors=True)
 
 

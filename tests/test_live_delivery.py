@@ -2,7 +2,6 @@
 answer travels in frames at a human rate, and every viewer's text is complete and in order,
 also one that joins in the middle of the stream."""
 
-
 import pytest
 from channels.db import database_sync_to_async
 

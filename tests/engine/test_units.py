@@ -153,6 +153,27 @@ def test_history_is_cut_oldest_first() -> None:
     assert "a29" in text and "a1]" not in text and "older entries omitted" in text
 
 
+def test_a_long_workflows_history_keeps_two_rounds_in_full_five_in_a_line_and_counts_the_rest() -> (
+    None
+):
+    entries: list[HistoryEntry] = []
+    for number in range(1, 21):
+        entries.append(HistoryEntry(role="user", round=number, content=f"question {number}"))
+        entries.append(entry(number, 1))
+        entries[-1].documents_label = f"round{number}_task1_action1_search"
+        entries.append(HistoryEntry(role="assistant", round=number, content=f"answer {number}"))
+    text = render_history(entries, 20)
+    assert "[r20 t1 a1]" in text and "[r19 t1 a1]" in text  # this round and the one before
+    assert "[r18 t1 a1]" not in text
+    assert "- [r18] asked: question 18 → answered: answer 18" in text
+    assert "(documents: docList:round18_task1_action1_search)" in text
+    assert "[r14] asked" in text and "[r13]" not in text
+    assert "(+13 earlier round(s), not shown)" in text
+    # The size does not grow with the workflow: round 40 of the same shape is as long.
+    longer = entries + [e.model_copy(update={"round": e.round + 20}) for e in entries]
+    assert abs(len(render_history(longer, 40)) - len(text)) < 40
+
+
 # --- defaults -------------------------------------------------------------------------------
 
 
@@ -340,5 +361,5 @@ def test_the_documents_index_stays_bounded_in_a_long_workflow() -> None:
     text = render_documents(large, current_round=20, caps=Caps())
     assert len(text) <= 1.5 * len(render_documents(small, current_round=2, caps=Caps()))
     assert "docItem:20-14:page14.md" in text  # this round: every list shown
-    assert "+273 older document(s)" in text
+    assert "+277 older document(s)" in text
     assert resolve_references(["docList:round1_task1_action1_pages"], large)  # still works

@@ -55,13 +55,39 @@ def render_entry(entry: HistoryEntry, *, snippet_chars: int = 240) -> str:
     return "\n  ".join(parts)
 
 
+def render_round_line(entries: Sequence[HistoryEntry]) -> str:
+    """An earlier round in one line: what was asked, what was answered, what it produced."""
+    asked = next((e for e in entries if e.role == "user"), None)
+    answer = next((e for e in reversed(entries) if e.role == "assistant"), None)
+    labels = list(dict.fromkeys(e.documents_label for e in entries if e.documents_label))
+    round_number = entries[0].round
+    line = f"- [r{round_number}] asked: {_clip(asked.content, 80) if asked else '-'}"
+    if answer:
+        line += f" → answered: {_clip(answer.summary or answer.content, 120)}"
+    if labels:
+        more = f" and {len(labels) - 1} more" if len(labels) > 1 else ""
+        line += f" (documents: docList:{labels[-1]}{more})"
+    return line
+
+
 def render_history(
-    entries: Sequence[HistoryEntry], current_round: int, *, max_chars: int = 6_000
+    entries: Sequence[HistoryEntry],
+    current_round: int,
+    *,
+    max_chars: int = 6_000,
+    full_rounds: int = 2,
+    summarized_rounds: int = 5,
 ) -> str:
-    """The history block of the Stage 1 prompt, cut at `max_chars` (oldest dropped first)."""
+    """The history block of a prompt: this round and the `full_rounds - 1` before it in full,
+    newest first; the few rounds before those one line each; older ones counted. Cut at `max_chars`
+    (oldest dropped first). A long workflow's history stays the same size."""
+    earlier = sorted({e.round for e in entries if e.round != current_round}, reverse=True)
+    full = {current_round, *earlier[: full_rounds - 1]}
+    summarized = [r for r in earlier if r not in full][:summarized_rounds]
+    older = len(earlier) - len(full - {current_round}) - len(summarized)
     lines: list[str] = []
     used = 0
-    ordered = reverse_chronological(entries, current_round)
+    ordered = reverse_chronological([e for e in entries if e.round in full], current_round)
     for index, entry in enumerate(ordered):
         line = render_entry(entry)
         if used + len(line) > max_chars:
@@ -69,6 +95,14 @@ def render_history(
             break
         lines.append(line)
         used += len(line) + 1
+    for number in summarized:
+        line = render_round_line([e for e in entries if e.round == number])
+        if used + len(line) > max_chars:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    if older > 0:
+        lines.append(f"- (+{older} earlier round(s), not shown)")
     if not lines:
         return "(none)"
     # Summaries and notes can quote web pages and documents: the model reads them as data.

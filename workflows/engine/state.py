@@ -75,7 +75,7 @@ class Caps(BaseModel):
     """The largest prompt the engine builds; history is cut first."""
     history_chars: int = 6_000
     final_context_chars: int = 8_000
-    documents_recent: int = 12
+    documents_recent: int = 8
     """Documents of earlier rounds listed by name in prompts (the newest); older ones are
     counted, and references to them still resolve."""
     documents_per_label: int = 8
