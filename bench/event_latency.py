@@ -186,9 +186,15 @@ class Viewer:
         self.reconnect = reconnect
         self.received: list[tuple[float, dict[str, Any]]] = []
         self.finished = False
+        self.reconnects = 0
+        """Connections that failed or closed before the final status, past the planned drop."""
+        self.connected: list[list[float]] = []
+        """[opened, closed] times of each connection: an event committed while the viewer was
+        away reaches it by replay, and its wait is not delivery latency."""
 
     async def watch(self, start: asyncio.Event, send: dict[str, Any] | None) -> None:
         from websockets.asyncio.client import connect
+        from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
         last, drop_at = 0, (random.uniform(0.5, 4.0) if self.reconnect else None)
         headers = {"Cookie": self.cookie}
@@ -196,6 +202,7 @@ class Viewer:
             async with asyncio.timeout(ROUND_TIMEOUT):
                 async with connect(self.url, origin="http://127.0.0.1", additional_headers=headers,
                                    proxy=None) as socket_:  # fmt: skip
+                    self.connected.append([time.time(), float("inf")])
                     await start.wait()
                     if send:
                         await socket_.send(json.dumps(send))
@@ -211,15 +218,30 @@ class Viewer:
                         if self.take(raw):
                             return
                         last = self.received[-1][1]["seq"] or last
+                self.connected[-1][1] = time.time()
                 await asyncio.sleep(random.uniform(0.2, 1.0))
-                url = f"{self.url}&after={last}"
-                async with connect(url, origin="http://127.0.0.1", additional_headers=headers,
-                                   proxy=None) as socket_:  # fmt: skip
-                    async for raw in socket_:
-                        if self.take(raw):
-                            return
+                while True:  # as the page does: reconnect until it works, replay from `last`
+                    url = f"{self.url}&after={last}"
+                    try:
+                        async with connect(
+                            url, origin="http://127.0.0.1", additional_headers=headers, proxy=None
+                        ) as socket_:
+                            self.connected.append([time.time(), float("inf")])
+                            async for raw in socket_:
+                                if self.take(raw):
+                                    return
+                                last = self.received[-1][1]["seq"] or last
+                    except (OSError, InvalidHandshake, ConnectionClosed):
+                        pass
+                    self.reconnects += 1  # closed or refused before the final status
+                    self.connected[-1][1] = min(self.connected[-1][1], time.time())
+                    await asyncio.sleep(0.5)
         except TimeoutError:
             return  # an unfinished viewer: counted
+
+    def live(self, committed: float) -> bool:
+        """Whether the viewer was connected when this event was committed."""
+        return any(opened <= committed <= closed for opened, closed in self.connected)
 
     def take(self, raw: str) -> bool:
         event = json.loads(raw)
@@ -268,7 +290,7 @@ async def concurrent_runs(ports: list[int], cookie: str, owner: Any, count: int)
     started = time.time()
     start.set()
     await asyncio.gather(*tasks)
-    latencies, stored_seen = [], set()
+    latencies, replays, stored_seen = [], [], set()
     gaps = duplicates = unfinished = incomplete = 0
     live_chars = answer_chars = 0
     for viewer in viewers:
@@ -287,17 +309,20 @@ async def concurrent_runs(ports: list[int], cookie: str, owner: Any, count: int)
                 live_chars, answer_chars = live_chars + live, answer_chars + len(text)
         for seen, event in viewer.received:
             if event["seq"] is not None and "committedAt" in event:
-                latencies.append((seen - event["committedAt"]) * 1000)
+                waited = (seen - event["committedAt"]) * 1000
+                (latencies if viewer.live(event["committedAt"]) else replays).append(waited)
                 stored_seen.add((event["workflow"], event["seq"]))
     finished = max((v.received[-1][0] for v in viewers if v.received), default=started)
     completed = sum(
         v.finished and v.received[-1][1]["payload"]["status"] == "completed" for v in viewers
     )
     return {
-        "latencies": latencies, "stored": len(stored_seen), "seconds": finished - started,
+        "latencies": latencies, "replays": replays, "stored": len(stored_seen),
+        "seconds": finished - started,
         "gaps": gaps, "duplicates": duplicates, "unfinished": unfinished,
         "incomplete": incomplete, "completed": completed, "viewers": len(viewers),
         "reconnecting": sum(v.reconnect for v in viewers),
+        "unplanned": sum(v.reconnects for v in viewers),
         "live": live_chars / answer_chars if answer_chars else 0.0,
     }  # fmt: skip
 
@@ -343,8 +368,10 @@ def report(rows: list) -> None:
     )
     print()
     print(
-        f"{'D':>2}{'N':>4}{'runs ok':>9}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'events/s':>10}"
+        f"{'D':>2}{'N':>4}{'runs ok':>9}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'max ms':>9}"
+        f"{'replay p50':>11}{'events/s':>10}"
         f"{'live text':>11}{'gaps':>6}{'dups':>6}{'unfinished':>11}{'not whole':>10}"
+        f"{'re-conn':>8}"
     )
     for daphnes, size, r in rows:
         lat = r["latencies"]
@@ -352,13 +379,19 @@ def report(rows: list) -> None:
         p50, p95, p99 = (quantile(lat, q) for q in (0.5, 0.95, 0.99))
         print(
             f"{daphnes:>2}{size:>4}{runs_ok:>9}{p50:>9.0f}{p95:>9.0f}{p99:>9.0f}"
+            f"{max(lat, default=0):>9.0f}"
+            f"{f'{quantile(replays, 0.5):.0f}' if (replays := r['replays']) else '-':>11}"
             f"{r['stored'] / r['seconds']:>10.0f}{r['live']:>11.1%}"
             f"{r['gaps']:>6}{r['duplicates']:>6}{r['unfinished']:>11}{r['incomplete']:>10}"
+            f"{r['unplanned']:>8}"
         )
     print(
-        "\nlive text: share of each answer that reached viewers who stayed connected in live "
+        "\np50/p95/p99/max: events committed while the viewer was connected; replay p50: "
+        "events committed while a reconnecting viewer was away (their wait includes the time "
+        "away)\nlive text: share of each answer that reached viewers who stayed connected in live "
         "frames (the rest came from the stored text); gaps, dups, unfinished and not whole "
-        "count viewers and must be 0"
+        "count viewers and must be 0\nre-conn: reconnections nobody planned (a socket closed or "
+        "refused before the final status)"
     )
 
 

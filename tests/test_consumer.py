@@ -1,6 +1,10 @@
 """The WebSocket consumer: who may connect, replay by seq, live events, commands."""
 
+import asyncio
+import threading
+
 import pytest
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from tests.live import connect, receive
@@ -174,3 +178,28 @@ async def test_a_viewer_far_behind_is_closed_to_reconnect_and_replay(alice):
     await broadcast.broadcast(stored[-1])
     closed = await communicator.receive_output(timeout=5)
     assert closed == {"type": "websocket.close", "code": 1013}
+
+
+async def test_live_events_and_commands_do_not_wait_for_djangos_sync_thread(alice):
+    """While Django's one thread for sync code is busy (a burst of rounds starting writes
+    there), live events still reach the viewer, also while a command of its own waits for
+    that thread; the command is carried out once the thread is free."""
+    workflow = await make_workflow(alice)
+    first, second = await store_events(workflow, 2)
+    communicator = await connect(alice, workflow.pk, "format=json&after=1")
+    assert (await receive(communicator))["seq"] == 2  # replayed: connected and subscribed
+    release = threading.Event()
+    busy = asyncio.ensure_future(sync_to_async(release.wait)())  # holds the sync thread
+    try:
+        await broadcast.broadcast(first.model_copy(update={"seq": 3}))  # seq 3, never stored
+        assert (await receive(communicator))["seq"] == 3
+        await communicator.send_json_to({"action": "steer", "text": "waits for the database"})
+        await broadcast.broadcast(second.model_copy(update={"seq": 4}))
+        assert (await receive(communicator))["seq"] == 4  # not held up by the command
+        assert not busy.done()
+    finally:
+        release.set()
+        await busy
+    notice = await receive(communicator)
+    assert notice["payload"]["text"] == "Nothing is running in this workflow."
+    await communicator.disconnect()

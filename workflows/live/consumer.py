@@ -15,6 +15,7 @@ import time
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
@@ -39,11 +40,19 @@ CLOSE_FELL_BEHIND = 1013
 """Try Again Later: the page reconnects on its own and replays from where it was."""
 FELL_BEHIND_EVENTS = 500
 """A viewer this many events behind the live stream is closed rather than fed inline."""
+CATCH_UP_GRACE_SECONDS = 0.5
+"""How long events the database has and this viewer has not are given to arrive by
+themselves before they are replayed from the database."""
 
 
 @database_sync_to_async
 def owned_workflow(user, workflow_id: int) -> ChatWorkflow | None:
     return ChatWorkflow.objects.filter(pk=workflow_id, owner=user).first()
+
+
+@database_sync_to_async
+def stored_last_seq(workflow_id: int) -> int | None:
+    return ChatWorkflow.objects.filter(pk=workflow_id).values_list("last_seq", flat=True).first()
 
 
 @database_sync_to_async
@@ -85,6 +94,8 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         self.heard = time.monotonic()
         self.settled = False
         """Whether the last stored event sent was a run's final status."""
+        self.commands: asyncio.Queue[commands.AnyCommand | None] = asyncio.Queue()
+        self.executor = asyncio.create_task(self.execute_commands())
         # Subscribe before replaying: anything stored meanwhile arrives live and is
         # de-duplicated by seq, so there is neither a gap nor a duplicate.
         group = broadcast.viewers_group(self.workflow_id)
@@ -94,10 +105,24 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             await self.replay(upto=None)
         self.watcher = asyncio.create_task(self.catch_up())
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Hand a message to its handler at once. Channels would first close stale database
+        connections on Django's one thread for sync code, where every live event of every
+        viewer of the process queued behind the process's database writes (fifty rounds
+        starting at once held each event about a second). The consumer reads the database only
+        through database_sync_to_async, which cleans up connections itself."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
     async def disconnect(self, code: int) -> None:
-        """Called when the socket closes; the run goes on without it."""
+        """Called when the socket closes; the run goes on without it (and a command already
+        sent is still carried out)."""
         if hasattr(self, "watcher"):
             self.watcher.cancel()
+        if hasattr(self, "commands"):
+            self.commands.put_nowait(None)  # the executor ends after what was sent before
         if getattr(self, "subscribed", False):
             group = broadcast.viewers_group(self.workflow_id)
             await self.channel_layer.group_discard(group, self.channel_name)
@@ -121,14 +146,14 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             if time.monotonic() - self.heard < quiet:
                 continue
             self.heard = time.monotonic()
-            stored = (
-                await ChatWorkflow.objects.filter(pk=self.workflow_id)
-                .values_list("last_seq", flat=True)
-                .afirst()
-            )
-            if stored is not None and stored > self.last_seq:
+            stored = await stored_last_seq(self.workflow_id)
+            if stored is None or stored <= self.last_seq:
+                continue
+            # Those events may be on their way: replay only what has not come by itself.
+            await asyncio.sleep(CATCH_UP_GRACE_SECONDS)
+            if stored > self.last_seq:
                 async with self.ordered:
-                    await self.replay(upto=None)
+                    await self.replay(upto=stored)
 
     async def workflow_event(self, message: dict[str, Any]) -> None:
         """A live event from the run, already stored (or an unstored frame of an answer),
@@ -168,15 +193,29 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
                 self.last_seq = command.after
                 await self.replay(upto=None)
             return
-        try:
-            confirmation = await commands.execute(
-                command, user=self.user, workflow_id=self.workflow_id
-            )
-        except commands.CommandRefused as refusal:
-            await self.send_notice(str(refusal), level="error")
-            return
-        if confirmation:
-            await self.send_notice(confirmation, level="info")
+        self.commands.put_nowait(command)
+
+    async def execute_commands(self) -> None:
+        """Carry out the client's commands one after another, in the order sent, beside the
+        delivery of events: a send that waits for the database does not hold up the events
+        this socket is owed."""
+        while True:
+            command = await self.commands.get()
+            if command is None:
+                return
+            try:
+                confirmation = await commands.execute(
+                    command, user=self.user, workflow_id=self.workflow_id
+                )
+            except commands.CommandRefused as refusal:
+                await self.send_notice(str(refusal), level="error")
+                continue
+            except Exception:
+                logger.exception("command %s failed", type(command).__name__)
+                await self.send_notice("That did not work; please try again.", level="error")
+                continue
+            if confirmation:
+                await self.send_notice(confirmation, level="info")
 
     async def send_notice(self, text: str, *, level: str) -> None:
         """A message for this client only: not stored, not part of the workflow."""
