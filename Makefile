@@ -10,7 +10,7 @@ HTMX_VERSION := 2.0.11
 HTMX_WS_VERSION := 2.0.4
 PICO_VERSION := 2.1.1
 
-.PHONY: run test lint format setup setup-test system-deps vendor migrate bench clean
+.PHONY: run test lint format setup setup-test setup-bench system-deps vendor migrate bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,8 +25,13 @@ $(VENV)/.installed-test: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@ $(VENV)/.installed-run
 
+$(VENV)/.installed-bench: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	touch $@ $(VENV)/.installed-test $(VENV)/.installed-run
+
 setup: $(VENV)/.installed-run
 setup-test: $(VENV)/.installed-test
+setup-bench: $(VENV)/.installed-bench
 
 # Debian packages the tests need: Chromium for the browser test.
 system-deps:
@@ -60,7 +65,7 @@ test: setup-test system-deps lint
 	$(PY) manage.py makemigrations --check --dry-run
 	$(VENV)/bin/pytest
 
-bench: setup-test
+bench: setup-bench
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 # Refresh the vendored front-end files from the npm registry at the pinned versions.
