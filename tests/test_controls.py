@@ -84,15 +84,12 @@ async def test_stop_cancels_the_model_call_and_keeps_the_work(alice, model):
 async def test_steer_reaches_the_next_selection_as_a_learning(alice, model):
     """A note sent while an action runs appears in the next Stage 1 prompt, not the first."""
     workflow, upload = await workflow_with_upload(alice)
-    first_select, first_params = extract_step(UPLOAD)
     model.add(
         taskplan("Summarise"),
-        first_select,
-        FakeReply(content=json.dumps(first_params), delay=1.0),
-        cont(),
+        *extract_step(UPLOAD),
+        FakeReply(content=json.dumps(cont()), delay=1.0),  # refine, while the note arrives
         *extract_step(UPLOAD),
         stop(),
-        review(),
         "The notes say revenue grew.",
     )
     communicator = await start(alice, workflow, upload)
@@ -102,7 +99,7 @@ async def test_steer_reaches_the_next_selection_as_a_learning(alice, model):
     assert events[-1]["payload"]["status"] == "completed"
     bodies = [json.dumps(request) for request in model.requests]
     assert "focus on costs" not in bodies[1]
-    assert any("focus on costs" in b for b in bodies[4:]), "the note reached no later prompt"
+    assert any("focus on costs" in b for b in bodies[3:]), "the note reached no later prompt"
     model.assert_complete()
     await communicator.disconnect()
 
@@ -116,7 +113,6 @@ async def test_at_max_steps_the_loop_asks_and_extend_resumes_the_task(alice, mod
         cont(),
         *extract_step(UPLOAD),
         stop(),
-        review(),
         "Done in two steps.",
     )
     communicator = await start(alice, workflow, upload)
@@ -150,7 +146,7 @@ async def test_actions_needing_approval_wait_for_the_user(alice, model, settings
     """An action configured for approval waits; approved it runs, rejected it fails visibly."""
     settings.POWERON_APPROVAL_METHODS = ["document.extract"]
     workflow, upload = await workflow_with_upload(alice)
-    model.add(taskplan("Summarise"), *extract_step(UPLOAD), stop(approved), review(), "Answer.")
+    model.add(taskplan("Summarise"), *extract_step(UPLOAD), stop(approved), "Answer.")
     communicator = await start(alice, workflow, upload)
     waiting = await receive_until(communicator, lambda e: e["type"] == "approval")
     assert waiting[-1]["payload"]["status"] == "waiting"
@@ -186,7 +182,6 @@ async def test_stop_during_the_answer_keeps_the_partial_answer(alice, model):
         taskplan("Summarise"),
         *extract_step(UPLOAD),
         stop(),
-        review(),
         FakeReply(content=ANSWER, chunk_delay=0.2),
     )
     communicator = await start(alice, workflow, upload)

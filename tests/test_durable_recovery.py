@@ -21,7 +21,7 @@ from websockets.asyncio.client import connect
 from tests.live import is_final
 from tests.support.apps import AppProcesses, app_env, sign_in_and_create_workflow
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
-from tests.support.replies import params, review, select, stop, taskplan
+from tests.support.replies import params, select, stop, taskplan
 
 THINK = select(
     "ai.process",
@@ -39,8 +39,7 @@ def script(slow: str) -> list:
         "select": json.dumps(THINK),
         "parameters": json.dumps(params(aiPrompt="Think it through")),
         "tool": "A thought worth keeping.",
-        "refine": json.dumps(stop()),
-        "review": json.dumps(review()),
+        "refine": json.dumps(stop()),  # met with evidence: no review call
         "final": ANSWER,
     }
     replies: list = []

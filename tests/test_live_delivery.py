@@ -7,7 +7,7 @@ from channels.db import database_sync_to_async
 
 from tests.live import connect, is_final, receive_until
 from tests.support.fake_openai import FakeReply
-from tests.support.replies import extract_step, review, stop, taskplan
+from tests.support.replies import extract_step, stop, taskplan
 from workflows import services
 from workflows.engine.events import StatusEvent
 from workflows.execution import launcher, recording
@@ -56,7 +56,6 @@ async def test_a_streamed_answer_travels_in_frames_and_arrives_whole(alice, mode
         taskplan("Summarise"),
         *extract_step("docList:round1_upload"),
         stop(),
-        review(),
         FakeReply(content=ANSWER, chunk_delay=0.004),
     )
     viewer = await connect(alice, workflow.pk)
@@ -75,7 +74,6 @@ async def test_a_viewer_joining_mid_stream_gets_the_whole_text_in_order(alice, m
         taskplan("Summarise"),
         *extract_step("docList:round1_upload"),
         stop(),
-        review(),
         FakeReply(content=ANSWER, chunk_delay=0.005),
     )
     first = await connect(alice, workflow.pk)
@@ -120,7 +118,6 @@ async def test_stored_deltas_are_few_per_second(alice, model):
         taskplan("Summarise"),
         *extract_step("docList:round1_upload"),
         stop(),
-        review(),
         FakeReply(content=ANSWER, chunk_delay=0.004),
     )
     await launcher.start_round(

@@ -78,27 +78,30 @@ def pdf_run(template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         server.add(
             taskplan("Write a report on the briefing"),
             *extract_step("docList:round1_upload"),
-            cont("Now summarise it."),
-            select(
-                "ai.process",
-                requiredInputDocuments=["docList:round1_task1_action1_extracted"],
-                parametersSchema={"fields": []},
+            cont(  # the next action comes with the decision: no Stage 1 call
+                "Now summarise it.",
+                next=select(
+                    "ai.process",
+                    requiredInputDocuments=["docList:round1_task1_action1_extracted"],
+                    parametersSchema={"fields": []},  # aiPrompt is required: Stage 2 asks
+                ),
             ),
             params(aiPrompt="Summarise the key facts"),
             "Key facts: Baltic solar capacity doubled; Riga equipped 1200 schools.",
-            cont("Now the report."),
-            select(
-                "document.generateReport",
-                requiredInputDocuments=[
-                    "docList:round1_task1_action1_extracted",
-                    "docList:round1_task1_action2_processed",
-                ],
-                parametersSchema={"fields": []},
+            cont(
+                "Now the report.",
+                next=select(
+                    "document.generateReport",
+                    requiredInputDocuments=[
+                        "docList:round1_task1_action1_extracted",
+                        "docList:round1_task1_action2_processed",
+                    ],
+                    parametersSchema={"fields": [{"name": "title", "type": "string"}]},
+                ),
             ),
             params(title="Baltic Solar Briefing"),
             REPORT_BODY,
             stop(),
-            review(),
             "The report is ready.",
         )
         run = run_workflow(
@@ -131,15 +134,14 @@ def test_the_three_actions_run_in_order_and_the_pdf_text_reaches_the_model(pdf_r
     acts = [(e["action"], e["payload"]["method"]) for e in run.of("act")]
     assert acts == [(1, "document.extract"), (2, "ai.process"), (3, "document.generateReport")]
     assert all(e["payload"]["observation"]["success"] for e in run.of("observe"))
-    assert call_kinds(server) == [
+    assert call_kinds(server) == [  # no Stage 2 for extract, no review: criteria met
         "TaskPlan",
-        *["ActionSelection", "ActionParameters", "RefinementDecision"],
-        *["ActionSelection", "ActionParameters", "text", "RefinementDecision"],
-        *["ActionSelection", "ActionParameters", "text", "RefinementDecision"],
-        "TaskReview",
+        *["ActionSelection", "RefinementDecision"],
+        *["ActionParameters", "text", "RefinementDecision"],
+        *["ActionParameters", "text", "RefinementDecision"],
         "final",
     ]
-    process_prompt = prompt_text(server.requests[6])
+    process_prompt = prompt_text(server.requests[4])
     assert PAGE_ONE in process_prompt and PAGE_TWO in process_prompt
 
 
@@ -226,11 +228,10 @@ def web_run(request, template: Path, tmp_path_factory: pytest.TempPathFactory) -
             select(
                 "web.crawl",
                 requiredInputDocuments=["docList:round1_task1_action1_search"],
-                parametersSchema={"fields": []},
+                parametersSchema={"fields": [{"name": "extractDepth", "type": "enum"}]},
             ),
             params(extractDepth="basic"),
             stop(),
-            review(),
             "Wind farms at sea produce steady power.",
         )
         run = run_workflow(var_dir, "Research offshore wind farms", settings=settings)

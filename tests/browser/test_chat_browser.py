@@ -108,7 +108,6 @@ def first_round_script() -> list:
         params(title="Notes report"),
         "# Notes report\n\nRevenue grew 12 percent; costs fell 3 percent.\n",
         stop(True, "The report is written."),
-        review(),
     ]
     delayed = [
         FakeReply(content=s if isinstance(s, str) else json.dumps(s), delay=slow) for s in steps
@@ -208,7 +207,6 @@ def test_at_max_steps_the_page_asks_and_continues(page, app_url, model, tmp_path
         cont(),
         *extract_step("docList:round1_upload"),
         stop(),
-        review(),
         ANSWER,
     )
     page.fill("textarea[name=text]", "Summarise my notes")

@@ -92,7 +92,6 @@ def one_search_round(*, final: str = "PowerOn is a chat.") -> ScriptedLLM:
             select(),
             params(query="PowerOn"),
             stop(),
-            review(),
             final,
         ]
     )

@@ -66,9 +66,7 @@ async def test_every_invalid_selection_fails_the_round_and_the_answer_claims_not
 
 async def test_the_answer_lists_only_real_documents_and_flags_invented_ones() -> None:
     """The prompt names the produced documents; a file the model invents is pointed out."""
-    llm = ScriptedLLM(
-        [taskplan("t"), select(), params(query="q"), stop(), review(), f"Found it. {CANARY}"]
-    )
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), stop(), f"Found it. {CANARY}"])
     events = await collect(make_state(), llm)
     final_prompt = llm.calls[-1].messages[-1]["content"]
     assert "## Documents produced\n- search_results.json (application/json)" in final_prompt
@@ -86,7 +84,7 @@ async def test_an_answer_claiming_an_attachment_when_none_exists_is_corrected() 
         return ActionResult(success=True, notes=["3 results"])
 
     llm = ScriptedLLM(
-        [taskplan("t"), select(), params(query="q"), stop(), review(), "The report is attached."]
+        [taskplan("t"), select(), params(query="q"), stop(), "The report is attached."]
     )
     events = await collect(make_state(), llm, tools=FakeToolExecutor({"web.search": no_documents}))
     answer = of(events, "message")[-1]
@@ -99,7 +97,7 @@ async def test_a_round_where_one_of_two_tasks_fails_says_so_first() -> None:
     llm = ScriptedLLM(
         [
             taskplan("first", "second"),
-            select(), params(query="a"), stop(), review(),
+            select(), params(query="a"), stop(),
             select(), params(query="b"), stop(), review("success"),
             "Here is what I found.",
         ]

@@ -34,7 +34,7 @@ def test_no_json_is_an_error() -> None:
 def test_strict_schemas_only_where_the_schema_allows() -> None:
     strict = strict_schema(RefinementDecision.model_json_schema())
     assert strict is not None
-    assert set(strict["required"]) == {"decision", "reason", "criteriaMet", "nextHint"}
+    assert set(strict["required"]) == {"decision", "reason", "criteriaMet", "next"}
     assert strict_schema(ActionSelection.model_json_schema()) is not None
     from workflows.engine.schemas import ActionParameters
 

@@ -16,6 +16,7 @@ from tests.engine.conftest import (
     stop,
     taskplan,
 )
+from workflows.engine.contracts import ActionResult
 from workflows.engine.controls import AutoControls
 from workflows.engine.state import ConnectionInfo, HistoryEntry, Policy
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
@@ -56,7 +57,8 @@ async def test_stage_one_prompt_has_the_context_and_asks_for_no_parameter_values
         history=history, connections=[ConnectionInfo(label="mytavily", kind="tavily")]
     )
     await collect(state, llm, store=store)
-    text = user_text(calls_of(llm, "select")[0])
+    call = calls_of(llm, "select")[0]
+    text = "\n".join(m["content"] for m in call.messages)
     for expected in [
         "Tell me about PowerOn.",
         "Find facts about PowerOn",
@@ -69,8 +71,10 @@ async def test_stage_one_prompt_has_the_context_and_asks_for_no_parameter_values
         "Earlier question about PowerOn",
     ]:
         assert expected in text
-    assert "Give no parameter values" in text
-    assert 'No "parameters" key' in text
+    assert 'No "parameters" key and no parameter values' in text
+    # The catalog is in the system message (stable across calls), the step's context after it.
+    assert "web.search(query" in call.messages[0]["content"]
+    assert "web.search(query" not in user_text(call)
 
 
 async def test_stage_two_prompt_holds_only_action_objective_context_and_schema(store) -> None:
@@ -83,7 +87,6 @@ async def test_stage_two_prompt_holds_only_action_objective_context_and_schema(s
             ),
             params(query="PowerOn"),
             stop(),
-            review(),
             "done",
         ]
     )
@@ -105,7 +108,7 @@ async def test_stage_two_prompt_holds_only_action_objective_context_and_schema(s
         "secret learning",
     ]:
         assert leaked not in text
-    assert [m["role"] for m in call.messages] == ["system", "user"]
+    assert [m["role"] for m in call.messages] == ["user"]  # no system message: Stage 2 alone
 
 
 async def test_stage_two_always_runs_even_with_a_full_stage_one() -> None:
@@ -125,7 +128,6 @@ async def test_stage_one_with_parameters_is_rejected_and_corrected_once() -> Non
             select(),
             params(query="PowerOn"),
             stop(),
-            review(),
             "done",
         ]
     )
@@ -145,9 +147,7 @@ async def test_stage_one_schema_naming_context_fields_is_rejected() -> None:
     """parametersSchema may not name documentList, connectionReference, history, ... ."""
     for name in ["documentList", "connectionReference", "history", "documents", "connections"]:
         bad = select(parametersSchema={"fields": [{"name": name, "type": "string"}]})
-        llm = ScriptedLLM(
-            [taskplan("t"), bad, select(), params(query="q"), stop(), review(), "done"]
-        )
+        llm = ScriptedLLM([taskplan("t"), bad, select(), params(query="q"), stop(), "done"])
         events = await collect(make_state(), llm)
         llm.assert_complete()
         assert name in of(events, "error")[0].message
@@ -157,7 +157,7 @@ async def test_an_action_outside_the_allowed_catalog_is_rejected() -> None:
     """The policy's deny-list wins; the rejection names the allowed actions."""
     policy = Policy(denied={"*": ["web.crawl"]})
     llm = ScriptedLLM(
-        [taskplan("t"), select("web.crawl"), select(), params(query="q"), stop(), review(), "ok"]
+        [taskplan("t"), select("web.crawl"), select(), params(query="q"), stop(), "ok"]
     )
     events = await collect(make_state(policy=policy), llm)
     llm.assert_complete()
@@ -176,7 +176,6 @@ async def test_allowed_methods_depend_on_the_task_type() -> None:
             select(),
             params(query="q"),
             stop(),
-            review(),
             "ok",
         ]
     )
@@ -231,7 +230,6 @@ async def test_stage_two_forbidden_keys_are_rejected() -> None:
             params(query="q", documentList=["docList:x"]),
             params(query="q"),
             stop(),
-            review(),
             "ok",
         ]
     )
@@ -249,7 +247,6 @@ async def test_stage_two_is_validated_against_the_real_parameter_model() -> None
             params(maxResults=3),
             params(query="q", bogus=1),
             stop(),
-            review(),
             "ok",
         ]
     )
@@ -282,7 +279,7 @@ async def test_the_schema_is_reconciled_with_the_real_parameters() -> None:
         "fields": [{"name": "made_up", "type": "string"}, {"name": "maxResults", "type": "number"}]
     }
     llm = ScriptedLLM(
-        [taskplan("t"), select(parametersSchema=schema), params(query="q"), stop(), review(), "ok"]
+        [taskplan("t"), select(parametersSchema=schema), params(query="q"), stop(), "ok"]
     )
     await collect(make_state(), llm)
     text = user_text(calls_of(llm, "parameters")[0])
@@ -319,8 +316,8 @@ async def test_the_next_selection_sees_earlier_tasks_in_the_history() -> None:
     llm = ScriptedLLM(
         [
             taskplan("first", "second"),
-            select(), params(query="a"), stop(), review(),
-            select(), params(query="b"), stop(), review(),
+            select(), params(query="a"), stop(),
+            select(), params(query="b"), stop(),
             "done",
         ]
     )  # fmt: skip
@@ -372,7 +369,7 @@ async def test_every_model_call_reports_its_usage() -> None:
     """One usage event per call, with the call's kind and the round's position."""
     events = await collect(make_state(), one_search_round())
     kinds = [u.kind for u in of(events, "usage")]
-    assert kinds == ["taskplan", "select", "parameters", "refine", "review", "final"]
+    assert kinds == ["taskplan", "select", "parameters", "refine", "final"]
     step = of(events, "step")[-1]
     assert step.tokens > 0 and step.durationMs >= 0
 
@@ -408,7 +405,6 @@ async def test_the_connection_secret_reaches_the_tool_but_no_event_or_prompt() -
             select(requiredConnection="mine"),
             params(query="q"),
             stop(),
-            review(),
             "ok",
         ]
     )
@@ -431,7 +427,6 @@ async def test_input_documents_reach_the_tool(store) -> None:
                    parametersSchema={"fields": []}),
             params(),
             stop(),
-            review(),
             "ok",
         ]
     )  # fmt: skip
@@ -451,18 +446,135 @@ async def test_steering_notes_enter_the_next_selection_as_learnings() -> None:
     assert any("Steering" in s.reason for s in of(events, "status"))
 
 
-async def test_a_refine_hint_continues_the_loop_with_a_new_action() -> None:
-    """continue leads to another Stage 1 in the same task with the next action number."""
+async def test_refine_carries_the_next_action_so_stage_one_is_asked_once() -> None:
+    """continue with `next`: the next step takes that action without another Stage 1 call,
+    still shows a plan event, and the refine event names it."""
     llm = ScriptedLLM(
         [
             taskplan("t"),
-            select(), params(query="a"), cont(hint="Scrape the first result"),
-            select("web.scrape"), params(query="b"), stop(),
-            review(), "ok",
+            select(), params(query="a"), cont(next=select("web.scrape", actionObjective="Read")),
+            params(query="b"), stop(), "ok",
+        ]
+    )  # fmt: skip
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    assert [c.kind for c in llm.calls] == [
+        "taskplan", "select", "parameters", "refine", "parameters", "refine", "final"
+    ]  # fmt: skip
+    plans = of(events, "plan")
+    assert [(p.action, p.selection.action) for p in plans] == [(1, "web.search"), (2, "web.scrape")]
+    assert of(events, "refine")[0].nextHint == "web.scrape: Read"
+    assert [s.method for s in of(events, "step") if s.status == "success"] == [
+        "web.search", "web.scrape"
+    ]  # fmt: skip
+
+
+async def test_continue_without_a_next_action_asks_stage_one() -> None:
+    """A decision to continue that names no action: Stage 1 chooses, seeing the last step."""
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(), params(query="a"), cont(),
+            select("web.scrape"), params(query="b"), stop(), "ok",
         ]
     )  # fmt: skip
     events = await collect(make_state(), llm)
     llm.assert_complete()
     assert [p.action for p in of(events, "plan")] == [1, 2]
-    assert "Next: Scrape the first result" in user_text(calls_of(llm, "select")[1])
     assert "a1 web.search (success)" in user_text(calls_of(llm, "select")[1])
+
+
+async def test_a_next_action_that_breaks_stage_one_rules_is_said_and_chosen_again() -> None:
+    """refine's next action is checked like Stage 1: one outside the catalog is rejected with
+    a visible error and the next step asks Stage 1."""
+    policy = Policy(denied={"*": ["web.crawl"]})
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(), params(query="a"), cont(next=select("web.crawl")),
+            select("web.scrape"), params(query="b"), stop(), "ok",
+        ]
+    )  # fmt: skip
+    events = await collect(make_state(policy=policy), llm)
+    llm.assert_complete()
+    error = of(events, "error")[0]
+    assert error.kind == "rejected" and "'web.crawl' is not allowed" in error.message
+    assert "chooses again" in error.message
+    assert [p.selection.action for p in of(events, "plan")] == ["web.search", "web.scrape"]
+    assert of(events, "round")[-1].status == "completed"
+
+
+async def test_a_next_action_carrying_parameter_values_is_rejected() -> None:
+    """The combined reply keeps Stage 1's rule: no parameter values; the corrective retry
+    follows."""
+    with_values = {**select("web.scrape"), "parameters": {"url": "https://example.org"}}
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(), params(query="a"), cont(next=with_values), cont(next=select("web.scrape")),
+            params(query="b"), stop(), "ok",
+        ]
+    )  # fmt: skip
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    error = of(events, "error")[0]
+    assert error.retrying and "must not include `parameters`" in error.message
+    assert [p.selection.action for p in of(events, "plan")] == ["web.search", "web.scrape"]
+
+
+async def test_a_steering_note_after_refine_replaces_the_proposed_action() -> None:
+    """A note that arrives after refine proposed an action: Stage 1 chooses again with it."""
+
+    class NoteOnSecondStep(AutoControls):
+        calls = 0
+
+        async def steering(self) -> list[str]:
+            self.calls += 1
+            return ["Use the official site"] if self.calls == 2 else []
+
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(), params(query="a"), cont(next=select("web.crawl")),
+            select("web.scrape"), params(query="b"), stop(), "ok",
+        ]
+    )  # fmt: skip
+    events = await collect(make_state(), llm, controls=NoteOnSecondStep())
+    llm.assert_complete()
+    assert "User note: Use the official site" in user_text(calls_of(llm, "select")[1])
+    assert [p.selection.action for p in of(events, "plan")] == ["web.search", "web.scrape"]
+
+
+async def test_stage_two_is_skipped_when_the_schema_asks_for_nothing() -> None:
+    """An action whose schema has no fields runs on its defaults, without a Stage 2 call."""
+    llm = ScriptedLLM(
+        [taskplan("t"), select("web.crawl", parametersSchema={"fields": []}), stop(), "ok"]
+    )
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    assert "parameters" not in [c.kind for c in llm.calls]
+    act = of(events, "act")[0]
+    assert act.method == "web.crawl" and act.parameters["format"] == "markdown"
+
+
+async def test_the_review_is_skipped_only_when_refine_met_the_criteria_with_evidence() -> None:
+    """criteria met and the steps bear it out: success without a review call. Criteria met
+    but the last action failed: the review is asked (and grounded)."""
+    llm = one_search_round()
+    events = await collect(make_state(), llm)
+    assert "review" not in [c.kind for c in llm.calls]
+    review_event = of(events, "review")[0]
+    assert review_event.status == "success" and "Criteria met after web.search" in (
+        review_event.reason
+    )
+    assert review_event.metCriteria == ["It is done."]
+
+    async def failing(params, ctx) -> ActionResult:
+        return ActionResult(success=False, error="the provider answered 500")
+
+    failing_tools = FakeToolExecutor({"web.search": failing})
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="a"), stop(), review()])
+    events = await collect(make_state(), llm, tools=failing_tools)
+    llm.assert_complete()
+    assert "review" in [c.kind for c in llm.calls]
+    assert of(events, "task")[-1].status == "failed"

@@ -65,8 +65,7 @@ async def test_granted_steps_continue_the_same_task() -> None:
         [
             taskplan("t"),
             select(), params(query="a"), cont(),
-            select(), params(query="b"), stop(),
-            review(), "ok",
+            select(), params(query="b"), stop(), "ok",
         ]
     )  # fmt: skip
     events = await collect(make_state(max_steps=1), llm, controls=AutoControls(extra_steps=[1]))
@@ -128,7 +127,7 @@ async def test_a_model_lost_mid_answer_keeps_the_partial_answer() -> None:
             yield "The first half"
             raise ModelUnavailable("The model server at x broke off its answer.")
 
-    llm = BreaksOff([taskplan("t"), select(), params(query="q"), stop(), review()])
+    llm = BreaksOff([taskplan("t"), select(), params(query="q"), stop()])
     events = await collect(make_state(), llm)
     llm.assert_complete()
     answers = [m for m in of(events, "message") if m.role == "assistant"]
@@ -140,8 +139,8 @@ async def test_review_retry_runs_the_task_again_with_the_improvements() -> None:
     llm = ScriptedLLM(
         [
             taskplan("t"),
-            select(), params(query="a"), stop(), review("retry", ["Use official sources"]),
-            select(), params(query="b"), stop(), review("success"),
+            select(), params(query="a"), stop(False), review("retry", ["Use official sources"]),
+            select(), params(query="b"), stop(),
             "ok",
         ]
     )  # fmt: skip
@@ -158,8 +157,8 @@ async def test_retries_are_limited_by_a_small_counter() -> None:
     llm = ScriptedLLM(
         [
             taskplan("t"),
-            select(), params(query="a"), stop(), review("retry"),
-            select(), params(query="b"), stop(), review("retry"),
+            select(), params(query="a"), stop(False), review("retry"),
+            select(), params(query="b"), stop(False), review("retry"),
             "no",
         ]
     )  # fmt: skip
@@ -275,7 +274,7 @@ async def test_waiting_for_the_user_counts_against_the_budget_not_the_step() -> 
             return True
 
     controls = SlowApprover()
-    llm = ScriptedLLM([taskplan("t"), select(), params(query="a"), stop(), review(), "ok"])
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="a"), stop(), "ok"])
     state = make_state(policy=Policy(approval=["web.*"]), budgets=Budgets(seconds=1000))
     events = await collect(state, llm, controls=controls, clock=clock)
     assert controls.timeouts[0] is not None and 900 < controls.timeouts[0] < 1000

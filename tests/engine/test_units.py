@@ -340,7 +340,7 @@ async def test_refine_sees_earlier_steps_fenced_as_data() -> None:
     await collect(make_state(), llm)
     (refine,) = [call for call in llm.calls if call.kind == "refine"]
     prompt = refine.messages[-1]["content"]
-    steps = prompt.split("## Steps so far")[1]
+    steps = prompt.split("## Steps so far in this task\n")[1]
     assert steps.lstrip().startswith("<<<UNTRUSTED DATA from earlier steps")
 
 
@@ -363,3 +363,18 @@ def test_the_documents_index_stays_bounded_in_a_long_workflow() -> None:
     assert "docItem:20-14:page14.md" in text  # this round: every list shown
     assert "+277 older document(s)" in text
     assert resolve_references(["docList:round1_task1_action1_pages"], large)  # still works
+
+
+def test_steps_so_far_lists_the_newest_steps_and_counts_the_rest() -> None:
+    """A long task's prompt lists its newest steps line by line; older ones are counted."""
+    from workflows.engine.core import STEPS_SHOWN, StepRecord, TaskState
+    from workflows.engine.schemas import Observation, TaskItem
+
+    task = TaskState(1, TaskItem(objective="o"))
+    for n in range(1, 21):
+        observation = Observation(success=True, resultLabel=f"l{n}")
+        task.steps.append(StepRecord(n, "web.search", "o", observation, f"summary {n}"))
+    text = task.steps_text(latest_observation=False)
+    assert text.startswith(f"({20 - STEPS_SHOWN} earlier step(s) not shown)")
+    assert "a20 web.search" in text and f"a{20 - STEPS_SHOWN + 1} " in text
+    assert f"a{20 - STEPS_SHOWN} " not in text

@@ -12,7 +12,7 @@ from websockets.asyncio.client import connect
 from tests.live import is_final as final
 from tests.support.apps import AppProcesses, app_env, sign_in_and_create_workflow
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
-from tests.support.replies import params, review, select, stop, taskplan
+from tests.support.replies import params, select, stop, taskplan
 
 pytestmark = pytest.mark.services
 
@@ -126,7 +126,6 @@ async def test_sigterm_hands_a_workers_round_back_and_another_resumes_it(worker_
         params(aiPrompt="Think it through"),
         "A thought.",
         stop(),
-        review(),
         "Done.",
     )
     cookie, workflow_id = sign_in_and_create_workflow(port)

@@ -36,8 +36,9 @@ def stop(criteria_met: bool = True, reason: str = "Done.") -> dict:
     return {"decision": "stop", "reason": reason, "criteriaMet": criteria_met}
 
 
-def cont(reason: str = "More is needed.", hint: str | None = None) -> dict:
-    return {"decision": "continue", "reason": reason, "nextHint": hint}
+def cont(reason: str = "More is needed.", next: dict | None = None) -> dict:
+    """Continue; with `next`, the next action comes with the decision (no Stage 1 call)."""
+    return {"decision": "continue", "reason": reason, "next": next}
 
 
 def review(status: str = "success", improvements: list[str] | None = None) -> dict:
@@ -45,13 +46,12 @@ def review(status: str = "success", improvements: list[str] | None = None) -> di
 
 
 def extract_step(document_ref: str) -> list[dict]:
-    """Stage 1 and Stage 2 replies for one document.extract over `document_ref` (no aiPrompt,
-    so the tool itself asks the model nothing)."""
+    """The Stage 1 reply for one document.extract over `document_ref`: its schema asks for
+    nothing, so there is no Stage 2 call (and no aiPrompt: the tool asks the model nothing)."""
     return [
         select(
             "document.extract",
             requiredInputDocuments=[document_ref],
             parametersSchema={"fields": []},
-        ),
-        params(),
+        )
     ]

@@ -31,7 +31,7 @@ from .events import (
 )
 from .guards import Budget
 from .prompts import correction
-from .schemas import Observation, TaskItem
+from .schemas import ActionSelection, Observation, TaskItem
 from .state import HistoryEntry, RoundState
 
 V = TypeVar("V")
@@ -47,6 +47,9 @@ CALL_NAMES = {
     "thought": "thought",
 }
 """What each kind of model call is called when people read about it."""
+
+STEPS_SHOWN = 8
+"""How many of a task's steps its prompts list line by line (the newest)."""
 
 
 @dataclass
@@ -92,6 +95,9 @@ class TaskState:
     stop_code: str = ""
     stop_reason: str = ""
     status: str = "pending"
+    proposed: ActionSelection | None = None
+    """The next action chosen with the last refinement decision, checked like Stage 1; the
+    next step takes it instead of asking Stage 1 again."""
 
     def next_action(self) -> int:
         """The next action number; numbering goes on across retries so labels never clash."""
@@ -115,13 +121,18 @@ class TaskState:
         return "; ".join(self.item.successCriteria) or "(none stated)"
 
     def steps_text(self, *, latest_observation: bool = True) -> str:
-        """One line per step, fenced (summaries quote documents and the web); the latest
-        observation in full (fenced too)."""
+        """One line per step, the newest STEPS_SHOWN of them (the others counted), fenced
+        (summaries quote documents and the web); the latest observation in full (fenced too)
+        unless the prompt shows it elsewhere."""
         from .prompts import render_observation
 
         if not self.steps:
             return "(none yet)"
-        text = untrusted("earlier steps", "\n".join(step.line() for step in self.steps))
+        shown = self.steps[-STEPS_SHOWN:]
+        lines = [step.line() for step in shown]
+        text = untrusted("earlier steps", "\n".join(lines))
+        if hidden := len(self.steps) - len(shown):
+            text = f"({hidden} earlier step(s) not shown)\n{text}"
         if latest_observation:
             text += "\nLatest observation: " + render_observation(self.steps[-1].observation)
         return text

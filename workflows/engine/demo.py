@@ -76,7 +76,7 @@ class DemoLLM:
         self, messages: Sequence[Message], *, output: type[T], kind: str
     ) -> Completion[T]:
         """Answer the engine's structured prompts by reading them."""
-        prompt = messages[-1]["content"] if messages else ""
+        prompt = "\n\n".join(m["content"] for m in messages)  # the catalog is in the system
         started = time.perf_counter()
         answer = self.decide(kind, prompt)
         usage = self._usage(kind, messages, json.dumps(answer))
@@ -129,8 +129,8 @@ class DemoLLM:
                 "action": "document.extract",
                 "actionObjective": "Extract the text of the uploaded documents.",
                 "requiredInputDocuments": [f"docList:{label}" for label in uploaded],
-                "parametersContext": "Extract the main points of each document.",
-                "parametersSchema": {"fields": [{"name": "aiPrompt", "type": "string"}]},
+                "parametersContext": "Extract the text as it is.",
+                "parametersSchema": {"fields": []},
             }
         sources = produced[-1:] if extracted and produced else uploaded
         return {
@@ -160,7 +160,11 @@ class DemoLLM:
             return {"decision": "stop", "reason": "The report is written.", "criteriaMet": True}
         if '"success":false' in section(prompt, "Latest observation"):
             return {"decision": "stop", "reason": "The action failed; nothing more to try."}
-        return {"decision": "continue", "reason": "The report is still missing."}
+        return {
+            "decision": "continue",
+            "reason": "The report is still missing.",
+            "next": self.select(prompt),
+        }
 
     def actionplan(self, prompt: str) -> dict[str, Any]:
         uploaded, _ = doc_lists(prompt)

@@ -1,9 +1,15 @@
-"""Prompt builders. Templates live in prompts/*.txt; every call shares one system message,
-so providers can cache the prefix.
+"""Prompt builders. Templates live in prompts/*.txt.
+
+Prompts are laid out for providers' prefix caches: the system message (the rules, then the
+task's catalog for the calls that choose actions) is byte-identical across the calls of a run
+and across runs; the user message goes from what changes least (the request, the history,
+the task) to what changes every step (steps, documents, the latest observation), and the
+instruction for this kind of call comes last. Stage 2 gets no system message at all.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -14,7 +20,7 @@ from pydantic import BaseModel
 
 from .contracts import DocumentRef, Message, Tool, catalog_line, untrusted
 from .history import render_history
-from .schemas import Observation, ParameterField, ParametersSchema
+from .schemas import FORBIDDEN_PARAMETER_NAMES, Observation, ParameterField, ParametersSchema
 from .state import Caps, ConnectionInfo, HistoryEntry
 
 TEMPLATES = Path(__file__).with_name("prompts")
@@ -26,15 +32,27 @@ def template(name: str) -> Template:
     return Template((TEMPLATES / f"{name}.txt").read_text(encoding="utf-8").strip())
 
 
-def system_message() -> Message:
-    """The system message every call starts with (stable: cacheable)."""
-    return {"role": "system", "content": template("system").substitute()}
+def system_message(tools: Sequence[Tool] | None = None) -> Message:
+    """The rules, and the catalog when the call chooses actions (stable: cacheable)."""
+    text = template("system").substitute()
+    if tools is not None:
+        text += "\n\n## Catalog\n" + render_catalog(tools)
+    return {"role": "system", "content": text}
 
 
-def build(name: str, **values: Any) -> list[Message]:
-    """System message + the filled template as the user message."""
+def build(
+    name: str, *, tools: Sequence[Tool] | None = None, system: bool = True, **values: Any
+) -> list[Message]:
+    """The system message (with `tools` as the catalog) + the filled template as the user
+    message; `system=False` sends the user message alone."""
     text = template(name).substitute({k: str(v) for k, v in values.items()})
-    return [system_message(), {"role": "user", "content": text}]
+    user: Message = {"role": "user", "content": text}
+    return [system_message(tools), user] if system else [user]
+
+
+def selection_format() -> str:
+    """How an action is written, for Stage 1 and for refine's next action."""
+    return template("selection").substitute(forbidden=", ".join(sorted(FORBIDDEN_PARAMETER_NAMES)))
 
 
 def correction(error: str) -> Message:
@@ -69,10 +87,12 @@ def render_documents(
             f"- (+{len(hidden)} older document(s) under {labels} label(s), not listed; "
             "docList:<label> and docItem:<id> references to them still work)"
         )
-    for label in dict.fromkeys(ref.label for ref in shown):
-        docs = [ref for ref in shown if ref.label == label]
-        total = sum(ref.label == label for ref in index)
-        lines.append(f"- docList:{label} ({total} document(s))")
+    totals = Counter(ref.label for ref in index)
+    groups: dict[str, list[DocumentRef]] = {}
+    for ref in shown:
+        groups.setdefault(ref.label, []).append(ref)
+    for label, docs in groups.items():
+        lines.append(f"- docList:{label} ({totals[label]} document(s))")
         lines.extend(
             f"  - docItem:{d.id}:{d.name} ({d.mime}, {d.size} bytes)"
             for d in docs[: caps.documents_per_label]
@@ -179,6 +199,7 @@ def parameters_prompt(
     """Stage 2: only the selected action, its objective, the context and the schema."""
     return build(
         "parameters",
+        system=False,
         action=action,
         objective=objective,
         context=context or "(none)",

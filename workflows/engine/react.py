@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from .actions import (
     ActionCall,
@@ -14,11 +15,11 @@ from .actions import (
     record_step,
     task_text,
 )
-from .contracts import ReferenceNotFound, resolve_references
+from .contracts import ReferenceNotFound, describe_error, resolve_references
 from .core import Out, Rejected, RoundContext, Step, TaskState, ask
 from .defaults import DefaultsContext
-from .events import ActEvent, AskEvent, Event, PlanEvent, RefineEvent
-from .prompts import build, parameters_prompt, reconcile_schema, render_observation
+from .events import ActEvent, AskEvent, ErrorEvent, Event, PlanEvent, RefineEvent
+from .prompts import parameters_prompt, reconcile_schema, render_observation
 from .schemas import ActionParameters, ActionSelection, Observation, RefinementDecision
 from .selection import selection_messages, task_tools
 
@@ -119,12 +120,13 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
     verdict = decision.value or RefinementDecision(
         decision="stop", reason="No valid refinement decision after one corrective retry."
     )
+    proposed = verdict.next if verdict.decision == "continue" else None
     yield RefineEvent(
         **step.position(),
         decision=verdict.decision,
         reason=verdict.reason,
         criteriaMet=verdict.criteriaMet,
-        nextHint=verdict.nextHint,
+        nextHint=f"{proposed.action}: {proposed.actionObjective}" if proposed else None,
     )
     yield ctx.end_step(step)
     if verdict.decision == "stop":
@@ -136,21 +138,13 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
         yield ctx.status(code, reason, task=task.number, action=step.action)
         stop.value = True
         return
-    if verdict.nextHint:
-        ctx.add_learnings([f"Next: {verdict.nextHint}"])
+    task.proposed = proposed
 
 
-async def plan(ctx: RoundContext, step: Step, out: Out[ActionSelection]) -> AsyncIterator[Event]:
-    """Stage 1: select one action and its references; no parameter values."""
-    task = step.task
-    notes = await ctx.controls.steering()
-    if notes:
-        ctx.add_learnings([f"User note: {note}" for note in notes])
-        yield ctx.status(
-            "info", "Steering note(s) received: " + " | ".join(notes), task=task.number
-        )
-    tools = task_tools(ctx, task)
-    names = {tool.name for tool in tools}
+def selection_check(ctx: RoundContext, task: TaskState) -> Callable[[ActionSelection], Any]:
+    """Stage 1's rules for a chosen action: in the task's catalog, references that resolve,
+    a connection the user has. Refine's next action is held to the same rules."""
+    names = {tool.name for tool in task_tools(ctx, task)}
     labels = {c.label for c in ctx.state.connections}
 
     def check(selection: ActionSelection) -> ActionSelection:
@@ -167,18 +161,37 @@ async def plan(ctx: RoundContext, step: Step, out: Out[ActionSelection]) -> Asyn
             raise Rejected(f"{selection.requiredConnection!r} is not a connection label")
         return selection
 
-    messages = selection_messages(ctx, task, "select", tools=tools, steps=task.steps_text())
-    async for event in ask(
-        ctx,
-        messages,
-        output=ActionSelection,
-        kind="select",
-        out=out,
-        check=check,
-        task=task.number,
-        action=step.action,
-    ):
-        yield event
+    return check
+
+
+async def plan(ctx: RoundContext, step: Step, out: Out[ActionSelection]) -> AsyncIterator[Event]:
+    """Stage 1: select one action and its references; no parameter values. The action the
+    last refinement proposed is taken as it is, unless the user steered since."""
+    task = step.task
+    proposed, task.proposed = task.proposed, None
+    notes = await ctx.controls.steering()
+    if notes:
+        ctx.add_learnings([f"User note: {note}" for note in notes])
+        yield ctx.status(
+            "info", "Steering note(s) received: " + " | ".join(notes), task=task.number
+        )
+        proposed = None  # the note may change the course: choose again with it
+    if proposed is not None:
+        out.value = proposed
+    else:
+        tools = task_tools(ctx, task)
+        messages = selection_messages(ctx, task, "select", tools=tools, steps=task.steps_text())
+        async for event in ask(
+            ctx,
+            messages,
+            output=ActionSelection,
+            kind="select",
+            out=out,
+            check=selection_check(ctx, task),
+            task=task.number,
+            action=step.action,
+        ):
+            yield event
     if out.value is not None:
         ctx.add_learnings(out.value.learnings)
         step.method = out.value.action
@@ -188,7 +201,8 @@ async def plan(ctx: RoundContext, step: Step, out: Out[ActionSelection]) -> Asyn
 async def act(
     ctx: RoundContext, step: Step, selection: ActionSelection, out: Out[Prepared]
 ) -> AsyncIterator[Event]:
-    """Stage 2: collect the business parameters with a minimal prompt; defaults in code."""
+    """Stage 2: collect the business parameters with a minimal prompt; defaults in code.
+    When the schema asks for nothing, the defaults are taken without a model call."""
     tool = find_tool(ctx, selection.action)
     assert tool is not None  # plan() only accepts actions of the catalog
     schema = reconcile_schema(selection.parametersSchema, tool.Parameters)
@@ -203,17 +217,25 @@ async def act(
         task_type=step.task.item.taskType,
         text=task_text(ctx, step.task, selection.actionObjective),
     )
-    async for event in ask(
-        ctx,
-        messages,
-        output=ActionParameters,
-        kind="parameters",
-        out=out,
-        check=lambda answer: prepare_parameters(tool, answer.parameters, defaults),
-        task=step.task.number,
-        action=step.action,
-    ):
-        yield event
+    if not schema.fields:  # nothing for Stage 2 to set: the defaults, without a call
+        try:
+            out.value = prepare_parameters(tool, {}, defaults)
+        except ValueError as error:
+            yield ErrorEvent(
+                **step.position(), kind="validation", message=describe_error(error)[:1_500]
+            )
+    else:
+        async for event in ask(
+            ctx,
+            messages,
+            output=ActionParameters,
+            kind="parameters",
+            out=out,
+            check=lambda answer: prepare_parameters(tool, answer.parameters, defaults),
+            task=step.task.number,
+            action=step.action,
+        ):
+            yield event
     if out.value is not None:
         yield ActEvent(
             **step.position(),
@@ -229,15 +251,30 @@ async def act(
 async def refine(
     ctx: RoundContext, step: Step, out: Out[RefinementDecision]
 ) -> AsyncIterator[Event]:
-    """Decide from the latest observation whether to continue or stop."""
+    """Decide from the latest observation whether to stop, or which action comes next (one
+    call: the next action is checked like Stage 1; when it breaks a rule, it is said so and
+    the next step chooses again)."""
     task = step.task
-    latest = task.steps[-1]
-    messages = build(
+    check_selection = selection_check(ctx, task)
+    dropped: list[Rejected] = []
+
+    def check(decision: RefinementDecision) -> RefinementDecision:
+        if decision.decision == "stop" or decision.next is None:
+            return decision.model_copy(update={"next": None})
+        try:
+            check_selection(decision.next)
+        except Rejected as error:
+            dropped.append(error)
+            return decision.model_copy(update={"next": None})
+        return decision
+
+    messages = selection_messages(
+        ctx,
+        task,
         "refine",
-        objective=task.item.objective,
-        criteria=task.criteria(),
+        tools=task_tools(ctx, task),
         steps=task.steps_text(latest_observation=False),
-        observation=render_observation(latest.observation),
+        observation=render_observation(task.steps[-1].observation),
     )
     async for event in ask(
         ctx,
@@ -245,7 +282,17 @@ async def refine(
         output=RefinementDecision,
         kind="refine",
         out=out,
+        check=check,
         task=task.number,
         action=step.action,
     ):
         yield event
+    if dropped and out.value is not None:
+        error = dropped[-1]
+        yield ErrorEvent(
+            **step.position(),
+            kind=error.kind,  # type: ignore[arg-type]
+            message=f"The next action proposed with the refinement decision was rejected: "
+            f"{str(error)[:1_500]}. The next step chooses again.",
+            retrying=True,
+        )

@@ -21,6 +21,7 @@ from .events import (
     TaskPlanEvent,
     TaskStatus,
 )
+from .guards import allowed_tools
 from .history import render_history
 from .prompts import build, render_documents
 from .schemas import TaskItem, TaskPlan, TaskReview
@@ -116,6 +117,7 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
     """Split the round into tasks with success criteria."""
     messages = build(
         "taskplan",
+        tools=allowed_tools(ctx.state.policy, "general", ctx.tools.tools()),
         max_tasks=MAX_TASKS,
         prompt=ctx.state.prompt,
         documents=render_documents(ctx.store.index(), current_round=ctx.round, caps=ctx.state.caps),
@@ -135,10 +137,13 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
         if task.stop_code in BUDGET_CODES:
             yield ctx.task_event(task, "failed", task.stop_reason)
             return
-        reviewed: Out[TaskReview] = Out()
-        async for event in review(ctx, task, reviewed):
-            yield event
-        verdict = grounded(task, reviewed.value)
+        if task.stop_code == "criteria_met" and not task.facts():
+            verdict = settled_by_refine(task)  # nothing a review could add
+        else:
+            reviewed: Out[TaskReview] = Out()
+            async for event in review(ctx, task, reviewed):
+                yield event
+            verdict = grounded(task, reviewed.value)
         yield ReviewEvent(
             round=ctx.round,
             task=task.number,
@@ -159,6 +164,17 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
             reason = f"Retries used up: {reason}"
         yield ctx.task_event(task, status, reason)
         return
+
+
+def settled_by_refine(task: TaskState) -> TaskReview:
+    """The verdict when refine stopped with every criterion met and the steps bear it out
+    (an action succeeded, the last one too): success, without a review call."""
+    last = task.steps[-1]
+    return TaskReview(
+        status="success",
+        reason=f"Criteria met after {last.name} succeeded: {task.stop_reason}".rstrip(": "),
+        metCriteria=list(task.item.successCriteria),
+    )
 
 
 def grounded(task: TaskState, review: TaskReview | None) -> TaskReview:

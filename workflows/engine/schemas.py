@@ -154,13 +154,15 @@ class Observation(BaseModel):
 
 
 class RefinementDecision(ModelOutput):
-    """After observing: go on with another action, or stop."""
+    """After observing: stop, or go on with the next action (seed 001: refine "decides: stop
+    with final answer or propose next single action"), written as Stage 1 writes it."""
 
     decision: Literal["continue", "stop"]
     reason: str = ""
     criteriaMet: bool = False
     """With stop: true when the success criteria are met, false when nothing more can help."""
-    nextHint: str | None = None
+    next: ActionSelection | None = None
+    """With continue: the next action, checked exactly like a Stage 1 answer."""
 
 
 class TaskReview(ModelOutput):

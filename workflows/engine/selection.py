@@ -10,10 +10,10 @@ from .guards import allowed_tools
 from .prompts import (
     build,
     fit_history,
-    render_catalog,
     render_connections,
     render_documents,
     render_list,
+    selection_format,
 )
 from .schemas import FORBIDDEN_PARAMETER_NAMES
 
@@ -28,17 +28,19 @@ def task_tools(ctx: RoundContext, task: TaskState) -> list[Tool]:
 def selection_messages(
     ctx: RoundContext, task_state: TaskState, template: str, *, tools: list[Tool], **values: Any
 ) -> list[Message]:
-    """A planning prompt with the task, catalog, documents, connections and learnings, its
-    history cut until the prompt fits (`values` fill the template's own fields)."""
+    """A prompt that chooses actions (Stage 1, refine, Actionplan): the catalog in the system
+    message; the task, documents, connections and learnings in the user message, its history
+    cut until the prompt fits (`values` fill the template's own fields)."""
     task = task_state
 
     def with_history(history: str) -> list[Message]:
         return build(
             template,
+            tools=tools,
             prompt=ctx.state.prompt,
             objective=task.item.objective,
             criteria=task.criteria(),
-            catalog=render_catalog(tools),
+            selection=selection_format(),
             documents=render_documents(
                 ctx.store.index(), current_round=ctx.round, caps=ctx.state.caps
             ),
