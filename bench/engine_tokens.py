@@ -1,4 +1,5 @@
-"""Prompt tokens per call kind for a three-action scripted React task.
+"""Prompt tokens per call kind for a three-action scripted React task (refine carries the
+next action, so Stage 1 is asked once; no review when the criteria are met).
 
 Runs whole rounds through the real openai client against the localhost fake model server
 and reads the recorded request bodies (tokens = characters // 4, as the fake server counts).
@@ -62,14 +63,23 @@ def script() -> list:
         },
         select("web.search", ["query", "maxResults"], []),
         params(query="European heat pump market 2024", maxResults=5),
-        {"decision": "continue", "reason": "Need the pages.", "criteriaMet": False},
-        select("ai.process", ["aiPrompt"], ["docList:round2_task1_action1_search"]),
+        {
+            "decision": "continue",
+            "reason": "Need the pages.",
+            "criteriaMet": False,
+            "next": select("ai.process", ["aiPrompt"], ["docList:round2_task1_action1_search"]),
+        },
         params(aiPrompt="Summarise market size, vendors and prices."),
-        {"decision": "continue", "reason": "Need the report.", "criteriaMet": False},
-        select("document.generateReport", ["title"], ["docList:round2_task1_action2_processed"]),
+        {
+            "decision": "continue",
+            "reason": "Need the report.",
+            "criteriaMet": False,
+            "next": select(
+                "document.generateReport", ["title"], ["docList:round2_task1_action2_processed"]
+            ),
+        },
         params(title="European heat pumps 2024"),
         {"decision": "stop", "reason": "Report written.", "criteriaMet": True},
-        {"status": "success", "reason": "Criteria met."},
         "The European heat pump market grew in 2024; see the report.",
     ]
 

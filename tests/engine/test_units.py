@@ -378,3 +378,24 @@ def test_steps_so_far_lists_the_newest_steps_and_counts_the_rest() -> None:
     assert text.startswith(f"({20 - STEPS_SHOWN} earlier step(s) not shown)")
     assert "a20 web.search" in text and f"a{20 - STEPS_SHOWN + 1} " in text
     assert f"a{20 - STEPS_SHOWN} " not in text
+
+
+def test_web_results_are_told_once_in_an_observation() -> None:
+    """With findings, a JSON results document keeps its name but not a snippet repeating
+    them; other documents keep their snippet."""
+    from workflows.engine.contracts import WebFinding
+    from workflows.engine.state import Caps
+
+    result = ActionResult(
+        success=True,
+        documents=[
+            ProducedDocument(name="search_results.json", mime="application/json", data=b"[1]"),
+            ProducedDocument(name="page.md", mime="text/markdown", data=b"# Heat pumps grow"),
+        ],
+        findings=[WebFinding(url="https://example.test/1", title="Heat pumps", relevance=0.9)],
+    )
+    observation = build_observation(result, "round1_task1_action1_search", Caps())
+    json_preview, page_preview = observation.previews
+    assert json_preview.name == "search_results.json" and json_preview.snippet == ""
+    assert "Heat pumps grow" in page_preview.snippet
+    assert observation.findings[0].title == "Heat pumps"

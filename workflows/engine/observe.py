@@ -37,14 +37,22 @@ def _clip(text: str, limit: int) -> str:
 
 
 def build_observation(result: ActionResult, result_label: str, caps: Caps) -> Observation:
-    """The Observation of one action, within caps.observation_chars as JSON."""
+    """The Observation of one action, within caps.observation_chars as JSON (web results are
+    told once: as findings, not again as the snippet of their JSON document)."""
     findings = sorted(result.findings, key=lambda f: f.relevance, reverse=True)[:5]
     observation = Observation(
         success=result.success,
         resultLabel=result_label,
         documentsCount=len(result.documents),
         previews=[
-            Preview(name=d.name, mime=d.mime, snippet=snippet_of(d, caps.snippet_chars))
+            Preview(
+                name=d.name,
+                mime=d.mime,
+                # the findings already say what a JSON list of results would show
+                snippet=""
+                if findings and d.mime == "application/json"
+                else snippet_of(d, caps.snippet_chars),
+            )
             for d in result.documents[:5]
         ],
         notes=[_clip(n, 200) for n in result.notes[:8]],
