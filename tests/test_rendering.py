@@ -125,3 +125,18 @@ def test_a_final_status_carries_its_state_as_data():
     assert meta.attrs["data-seq"] == "7" and meta.attrs["data-final"] == "failed"
     meta = parse(render_event(envelope(RunEvent(round=1, status="stopping"))))[0]
     assert "data-final" not in meta.attrs
+
+
+def test_a_steps_cached_tokens_are_shown_beside_its_tokens():
+    """A closed step says how many of its prompt tokens came from the provider's cache."""
+    from workflows.engine.events import StepEvent
+
+    step = StepEvent(
+        round=1, task=1, action=2, status="success", step=2, method="web.search",
+        durationMs=840, tokens=3100, cachedTokens=2048,
+    )  # fmt: skip
+    html = render_event(envelope(step))
+    assert "success · 840 ms · 3100 tok (2048 cached)</span>" in html
+    assert "3100 tokens, 2048 of them cached" in html  # the chart's bar says it too
+    plain = render_event(envelope(step.model_copy(update={"cachedTokens": 0})))
+    assert "3100 tok</span>" in plain and "cached" not in plain

@@ -133,3 +133,22 @@ async def test_a_server_without_json_schema_still_runs_the_round(fake_openai_fac
     server.assert_complete()
     assert events[-1].status == "completed"
     assert not of(events, "error")
+
+
+async def test_cached_prompt_tokens_are_counted_per_step_and_round(fake_openai, llm) -> None:
+    """The provider's cached_tokens reach the usage events, the step's telemetry and the
+    round's total."""
+    from tests.support.fake_openai import FakeReply
+
+    fake_openai.add(
+        FakeReply(taskplan("t"), usage={"cached_tokens": 0}),
+        FakeReply(select(), usage={"cached_tokens": 128}),
+        FakeReply(params(query="q"), usage={"cached_tokens": 0}),
+        FakeReply(stop(), usage={"cached_tokens": 256}),
+        "ok",
+    )
+    events = await collect(make_state(), llm)
+    assert [u.cached_tokens for u in of(events, "usage")][:4] == [0, 128, 0, 256]
+    closed = [s for s in of(events, "step") if s.status != "started"][0]
+    assert closed.cachedTokens == 384 and closed.tokens > closed.cachedTokens
+    assert events[-1].type == "round" and events[-1].cachedTokens == 384

@@ -150,6 +150,7 @@ class Step:
     """The step number shown to people."""
     started: float
     tokens_before: int
+    cached_before: int = 0
     waited_before: float = 0.0
     """The round's waiting time (for the user's answers) when the step began."""
     status: str = "started"
@@ -188,6 +189,8 @@ class RoundContext:
         self.waited = 0.0
         """Seconds spent waiting for the user's answers: they count against the time budget,
         not in a step's duration."""
+        self.cached_tokens = 0
+        """Of the prompt tokens spent, those the provider read from its prompt cache."""
         self.outcome: tuple[str, str] = ("completed", "")
         """The round's final status and reason, set by the mode that ran it."""
 
@@ -228,6 +231,7 @@ class RoundContext:
         action is already known, as in Actionplan)."""
         action = task.next_action()
         step = Step(self.round, task, action, number, self.clock(), self.budget.tokens)
+        step.cached_before = self.cached_tokens
         step.method, step.waited_before = method, self.waited
         return step, StepEvent(**step.position(), status="started", step=number, method=method)
 
@@ -241,6 +245,7 @@ class RoundContext:
             reason=reason,
             durationMs=int((self.clock() - step.started - self.waited + step.waited_before) * 1000),
             tokens=self.budget.tokens - step.tokens_before,
+            cachedTokens=self.cached_tokens - step.cached_before,
         )
 
     async def wait_for_user(self, answer: Awaitable[R]) -> R:
@@ -258,6 +263,7 @@ class RoundContext:
     def usage(self, usage: Usage, *, task: int = 0, action: int = 0) -> UsageEvent:
         """Count a call's tokens against the budget and describe it as an event."""
         self.budget.spend(usage.prompt_tokens + usage.completion_tokens)
+        self.cached_tokens += usage.cached_tokens
         return UsageEvent(
             round=self.round,
             task=task,

@@ -61,6 +61,8 @@ class RoundEvent(BaseEvent):
     reason: str = ""
     tokens: int = 0
     """Tokens spent by the round so far."""
+    cachedTokens: int = 0
+    """Of those, prompt tokens the provider read from its prompt cache."""
     durationMs: int = 0
 
 
@@ -114,6 +116,8 @@ class StepEvent(BaseEvent):
     """The whole step: selection, parameters, action, observation, refinement."""
     tokens: int = 0
     """Tokens the step spent."""
+    cachedTokens: int = 0
+    """Of those, prompt tokens the provider read from its prompt cache (cheaper)."""
 
 
 class PlanEvent(BaseEvent):

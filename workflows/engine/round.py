@@ -67,6 +67,7 @@ async def run_round(
         model=llm.label,
         reason=reason,
         tokens=ctx.budget.tokens,
+        cachedTokens=ctx.cached_tokens,
         durationMs=ctx.budget.elapsed_ms(),
     )
 
