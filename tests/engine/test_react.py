@@ -464,6 +464,8 @@ async def test_refine_carries_the_next_action_so_stage_one_is_asked_once() -> No
     plans = of(events, "plan")
     assert [(p.action, p.selection.action) for p in plans] == [(1, "web.search"), (2, "web.scrape")]
     assert of(events, "refine")[0].nextHint == "web.scrape: Read"
+    opened = [s for s in of(events, "step") if s.status == "started"]
+    assert [s.method for s in opened] == ["", "web.scrape"]  # known when the step opens
     assert [s.method for s in of(events, "step") if s.status == "success"] == [
         "web.search", "web.scrape"
     ]  # fmt: skip

@@ -42,7 +42,8 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
                 return
             limit += more.value
         steps += 1
-        step, opened = ctx.begin_step(task, steps)
+        proposed = task.proposed.action if task.proposed else ""
+        step, opened = ctx.begin_step(task, steps, method=proposed)
         yield opened
         stop = Out[bool]()
         async for event in iterate(ctx, step, stop):
