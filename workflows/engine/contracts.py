@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypedDict, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -272,6 +273,13 @@ class ToolExecutor(Protocol):
     async def execute(self, name: str, params: BaseModel, ctx: ActionContext) -> ActionResult:
         """Run one action with validated parameters."""
         ...
+
+
+@cache
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema, computed once per model (pydantic builds it anew on every call;
+    callers read it and never change it)."""
+    return model.model_json_schema()
 
 
 def catalog_line(tool: Tool) -> str:

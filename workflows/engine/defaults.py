@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .contracts import json_schema
+
 _ANALYSIS = re.compile(
     r"\b(analy[sz]\w*|compar\w*|research\w*|evaluat\w*|assess\w*|in-depth|comprehensive|"
     r"investigat\w*|deep|thorough\w*|review\w*)\b",
@@ -59,7 +61,7 @@ def search_depth(task_type: str, text: str) -> str:
 
 
 def _property(model: type[BaseModel], name: str) -> dict[str, Any]:
-    properties: dict[str, Any] = model.model_json_schema().get("properties", {})
+    properties: dict[str, Any] = json_schema(model).get("properties", {})
     return dict(properties.get(name, {}))
 
 

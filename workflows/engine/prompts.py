@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .contracts import DocumentRef, Message, Tool, catalog_line, untrusted
+from .contracts import DocumentRef, Message, Tool, catalog_line, json_schema, untrusted
 from .history import render_history
 from .schemas import FORBIDDEN_PARAMETER_NAMES, Observation, ParameterField, ParametersSchema
 from .state import Caps, ConnectionInfo, HistoryEntry
@@ -147,7 +147,7 @@ def _type_of(prop: dict[str, Any]) -> str:
 
 def reconcile_schema(requested: ParametersSchema, model: type[BaseModel]) -> ParametersSchema:
     """Stage 1's schema made true to the action: unknown fields dropped, required ones added."""
-    schema = model.model_json_schema()
+    schema = json_schema(model)
     props: dict[str, Any] = schema.get("properties", {})
     required = set(schema.get("required", []))
     fields: list[ParameterField] = []
