@@ -1,0 +1,667 @@
+"""PowerOn's two-stage loop against LangGraph's prebuilt single-stage ReAct agent, side by side.
+
+The same document-report task (extract the uploaded notes, write a report, answer), the same
+localhost OpenAI-compatible model server, the same tools, at catalog sizes 6 to 100 (six
+built-in actions, then MCP-like tools from bench/catalog_tools.py). For each size and run,
+interleaved: PowerOn in React mode, PowerOn in Actionplan mode (both the real engine through
+the real `OpenAICompatibleLLM`, the server answering with the demo model's policy, which reads
+the engine's own prompts), then `langgraph.prebuilt.create_react_agent` with `ChatOpenAI`,
+the server calling the same tools with the same arguments in the order the React run did,
+the tools returning the same observations, the final answer the same text.
+
+Tokens are counted at the server from the recorded request bodies with the real o200k
+tokenizer. A request is serialised as: its `tools` (LangGraph) or `response_format`
+(PowerOn) as compact JSON first, then each message as "role: content", a tool call as
+"name arguments" (providers count tools and schemas as input, ahead of the messages). A
+provider's prefix cache is simulated per system: the cached part of a request is its longest
+common token prefix with any earlier request of that system in this process, rounded down to
+a multiple of 128 and counted only from 1,024 tokens. Each run has its own notes and request,
+so runs share only what every task shares; each size starts with an unmeasured warm-up run
+per system (no latency), as a provider serving many tasks would have it. Model latency: 400 ms
++ 15 ms per output token (streamed answers spread it over their words), times --latency-scale.
+Time to answer = from the start to the whole final answer.
+
+    .venv/bin/python bench/vs_react.py [--quick] [--runs N] [--latency-scale S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import time
+import warnings
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import bpe_openai
+import numpy as np
+from pydantic import RootModel
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.catalog_tools import catalog, langchain_tools, openai_name  # noqa: E402
+from tests.support import netguard  # noqa: E402
+from tests.support.fake_openai import FakeReply  # noqa: E402
+from tests.support.fake_tool_calls import ToolCallServer, tool_calls  # noqa: E402
+from workflows.engine import llm as engine_llm  # noqa: E402
+from workflows.engine.controls import AutoControls  # noqa: E402
+from workflows.engine.demo import DemoLLM  # noqa: E402
+from workflows.engine.events import ActEvent, MessageEvent, ObserveEvent, RoundEvent  # noqa: E402
+from workflows.engine.prompts import render_documents, render_observation, system_message  # noqa: E402
+from workflows.engine.round import run_round  # noqa: E402
+from workflows.engine.state import RoundState  # noqa: E402
+from workflows.engine.testing import FakeTool, FakeToolExecutor, MemoryStore  # noqa: E402
+
+SYSTEMS = {"react": "PowerOn React", "actionplan": "PowerOn Actionplan", "langgraph": "LangGraph"}
+PRICE_INPUT, PRICE_CACHED, PRICE_OUTPUT = 1.0, 0.1, 4.0
+CACHE_MIN, CACHE_STEP = 1_024, 128
+LATENCY_BASE, LATENCY_PER_TOKEN = 0.4, 0.015
+ENCODING = bpe_openai.get_encoding("o200k_base")
+PLOTS = ROOT / "bench" / "plots"
+
+
+def count(text: str) -> int:
+    """o200k tokens of a text."""
+    return len(ENCODING.encode_ordinary(text))
+
+
+# --- The task ------------------------------------------------------------------------------
+
+TOPICS = [
+    ("quarterly sales review", "revenue", "the enterprise segment"),
+    ("data platform migration", "cutover", "the warehouse jobs"),
+    ("customer support retrospective", "backlog", "the onboarding tickets"),
+    ("mobile app launch", "crash rate", "the Android release"),
+    ("hiring plan", "open roles", "the platform team"),
+    ("security audit", "findings", "the payment service"),
+    ("pricing experiment", "conversion", "the annual plan"),
+    ("office move", "budget", "the Berlin office"),
+]
+PEOPLE = ["Ana", "Ben", "Chen", "Dara", "Emil", "Farah", "Goran", "Hana", "Ines", "Jonas"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run's request and its uploaded notes."""
+
+    prompt: str
+    name: str
+    notes: bytes
+
+
+def task(number: int) -> Task:
+    """The request and notes of run `number`: every run its own, the same for each system."""
+    rng = random.Random(number)
+    topic, metric, area = TOPICS[number % len(TOPICS)]
+    people = rng.sample(PEOPLE, 4)
+    lines = [
+        f"# {topic.capitalize()} — meeting notes",
+        "",
+        f"Attendees: {', '.join(people)}.",
+        "",
+        "## Summary",
+        f"The {metric} moved by {rng.randint(2, 40)} percent since the last review. "
+        f"Most of the change came from {area}. {people[0]} expects the trend to hold for "
+        f"another {rng.randint(2, 6)} weeks. The team agreed that the next step is a written plan.",
+        "",
+        "## Figures",
+        *(
+            f"- Week {week}: {metric} {rng.randint(100, 999)}, cost {rng.randint(10, 99)}k, "
+            f"{rng.randint(1, 30)} incidents"
+            for week in range(1, 7)
+        ),
+        "",
+        "## Decisions",
+        f"- {people[1]} owns the follow-up on {area} and reports in {rng.randint(1, 3)} weeks.",
+        f"- The budget for the {topic} stays at {rng.randint(50, 400)}k for this quarter.",
+        f"- Risks are reviewed every {rng.choice(['Monday', 'Wednesday', 'Friday'])}.",
+        "",
+        "## Open questions",
+        f"- Whether {area} needs a second owner ({people[2]} to ask).",
+        f"- How the {metric} compares with last year; {people[3]} pulls the numbers.",
+    ]
+    day = f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+    prompt = f"Summarise my notes on the {topic} of {day} in a short report."
+    return Task(prompt, f"{topic.replace(' ', '_')}_{day}.md", "\n".join(lines).encode())
+
+
+# --- The model behind the server -----------------------------------------------------------
+
+
+@dataclass
+class Trace:
+    """What a PowerOn React run did, for LangGraph to do the same."""
+
+    actions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)
+    final: str = ""
+
+
+@dataclass
+class Call:
+    """One request the server answered."""
+
+    system: str
+    size: int
+    run: int
+    kind: str
+    body: dict[str, Any]
+    output_tokens: int
+
+
+class AnyAnswer(RootModel[dict[str, Any]]):
+    """Whatever the demo policy answers; the engine validates it."""
+
+
+class Model:
+    """The server's answers: the demo policy for PowerOn (reading the messages as the demo
+    model does), the React run's trace for LangGraph.
+
+    The model id of each request says whose it is: "system/size/run" (run 0: warm-up).
+    """
+
+    def __init__(self, latency_scale: float) -> None:
+        self.latency_scale = latency_scale
+        self.kinds: dict[str, str] = {}
+        """Response-format schema name -> the engine's call kind (learnt from the engine)."""
+        self.traces: dict[tuple[int, int], Trace] = {}
+        self.calls: list[Call] = []
+        self.errors: list[str] = []
+
+    def __call__(self, body: dict[str, Any]) -> FakeReply:
+        system, size, run = body["model"].split("/")
+        messages = body["messages"]
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+        try:
+            if body.get("tools"):
+                kind, content, tokens = self.agent_turn(self.traces[int(size), int(run)], messages)
+            elif schema:
+                kind = self.kinds.get(schema, schema)
+                answer = DemoLLM().complete(messages, output=AnyAnswer, kind=kind)
+                content = json.dumps(asyncio.run(answer).value.root)
+                tokens = count(content)
+            else:
+                kind = "final" if body.get("stream") else "text"
+                content = asyncio.run(DemoLLM().complete_text(messages, kind=kind)).text
+                tokens = count(content)
+        except Exception as error:
+            self.errors.append(f"{body['model']} {schema or 'text'}: {error!r}")
+            raise
+        self.calls.append(Call(system, int(size), int(run), kind, body, tokens))
+        scale = self.latency_scale if int(run) else 0.0
+        delay = scale * (LATENCY_BASE + LATENCY_PER_TOKEN * tokens)
+        if not body.get("stream"):
+            return FakeReply(content=content, delay=delay)
+        pieces = max(1, len(str(content).split()))  # the server streams a word per chunk
+        spread = scale * LATENCY_PER_TOKEN * tokens / (pieces + 2)
+        return FakeReply(content=content, delay=scale * LATENCY_BASE, chunk_delay=spread)
+
+    def agent_turn(self, trace: Trace, messages: list[dict[str, Any]]) -> tuple[str, Any, int]:
+        """The next tool call of the trace, or its final answer once every tool has run."""
+        done = sum(message["role"] == "tool" for message in messages)
+        if done < len(trace.actions):
+            name, arguments = trace.actions[done]
+            tokens = count(openai_name(name)) + count(json.dumps(arguments))
+            return "tool call", tool_calls((openai_name(name), arguments)), tokens
+        return "final", trace.final, count(trace.final)
+
+
+class KindRecordingLLM(engine_llm.OpenAICompatibleLLM):
+    """The engine's real client; it also tells the server which call kind each schema is."""
+
+    def __init__(self, *, kinds: dict[str, str], **options: Any) -> None:
+        super().__init__(**options)
+        self.kinds = kinds
+
+    async def complete(self, messages: Any, *, output: Any, kind: str) -> Any:
+        self.kinds[output.__name__] = kind
+        return await super().complete(messages, output=output, kind=kind)
+
+
+# --- One run of each system ----------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One solved (or not) task of one system."""
+
+    system: str
+    size: int
+    run: int
+    seconds: float
+    actions: int
+    solved: bool
+    methods: tuple[str, ...] = ()
+    """The actions run, in order."""
+    trace: Trace | None = None
+
+
+def uploaded(work: Task) -> MemoryStore:
+    store = MemoryStore()
+    store.add(work.name, "text/markdown", work.notes, label="round1_uploads")
+    return store
+
+
+async def poweron(
+    mode: str, tools: list[FakeTool], work: Task, run: int, server: ToolCallServer, model: Model
+) -> Run:
+    """One round of the real engine; the trace of what it did."""
+    store, trace = uploaded(work), Trace()
+    uses_documents = {tool.name for tool in tools if tool.uses_documents}
+    state = RoundState(mode=mode, round=1, prompt=work.prompt)  # type: ignore[arg-type]
+    seconds, completed, reported = 0.0, False, False
+    methods: dict[int, str] = {}
+    async with KindRecordingLLM(
+        kinds=model.kinds, base_url=server.url, api_key="sk-bench",
+        model=f"{mode}/{len(tools)}/{run}", max_retries=0,
+    ) as llm:  # fmt: skip
+        started = time.perf_counter()
+        executor = FakeToolExecutor(tools=tools)
+        async for event in run_round(
+            state, llm=llm, tools=executor, store=store, controls=AutoControls()
+        ):
+            if isinstance(event, ActEvent):
+                arguments = dict(event.parameters)
+                if event.method in uses_documents:
+                    arguments["documentList"] = event.documents
+                trace.actions.append((event.method, arguments))
+                methods[event.action] = event.method
+            elif isinstance(event, ObserveEvent):
+                trace.observations.append(render_observation(event.observation))
+                report = methods.get(event.action) == "document.generateReport"
+                reported |= report and event.observation.success
+            elif isinstance(event, MessageEvent) and event.role == "assistant":
+                seconds, trace.final = time.perf_counter() - started, event.content
+            elif isinstance(event, RoundEvent) and event.status != "started":
+                completed = event.status == "completed"
+    done = tuple(methods[number] for number in sorted(methods))
+    return Run(
+        mode, len(tools), run, seconds, len(trace.observations), completed and reported, done, trace
+    )
+
+
+async def langgraph(
+    tools: list[FakeTool], work: Task, run: int, server: ToolCallServer, trace: Trace
+) -> Run:
+    """One invocation of LangGraph's prebuilt ReAct agent over the same tools."""
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import create_react_agent
+
+    executed: list[str] = []
+
+    async def respond(name: str, arguments: dict[str, Any]) -> str:
+        executed.append(name)
+        index = len(executed) - 1
+        return trace.observations[index] if index < len(trace.observations) else "{}"
+
+    chat = ChatOpenAI(
+        model=f"langgraph/{len(tools)}/{run}", base_url=server.url, api_key="sk-bench",
+        max_retries=0, temperature=0,
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated in favour of langchain.agents (not installed)
+        agent = create_react_agent(
+            chat, langchain_tools(tools, respond), prompt=system_message()["content"]
+        )
+    documents = render_documents(uploaded(work).index(), current_round=1)
+    request = f"{work.prompt}\n\n## Documents\n{documents}"
+    started = time.perf_counter()
+    result = await agent.ainvoke({"messages": [("user", request)]}, {"recursion_limit": 25})
+    seconds = time.perf_counter() - started
+    messages = result["messages"]
+    ran = sum(isinstance(message, ToolMessage) for message in messages)
+    answered = isinstance(messages[-1], AIMessage) and messages[-1].content == trace.final
+    same = executed == [name for name, _ in trace.actions]
+    solved = answered and same and bool(ran)
+    return Run("langgraph", len(tools), run, seconds, ran, solved, tuple(executed))
+
+
+async def measure(sizes: list[int], runs: int, model: Model) -> list[Run]:
+    """Warm-up, then interleaved runs: React, Actionplan, LangGraph (it replays React's)."""
+    results: list[Run] = []
+    with ToolCallServer([model] * 1_000_000) as server:
+        for size in sizes:
+            tools = catalog(size)
+            for run in range(runs + 1):  # run 0: the unmeasured warm-up
+                work = task(1_000 + size if run == 0 else run)
+                react = await poweron("react", tools, work, run, server, model)
+                plan = await poweron("actionplan", tools, work, run, server, model)
+                assert react.trace is not None
+                model.traces[size, run] = react.trace
+                agent = await langgraph(tools, work, run, server, react.trace)
+                if run:
+                    results.extend([react, plan, agent])
+                print(f"  size {size:>3} run {run}: " + ", ".join(
+                    f"{SYSTEMS[r.system]} {r.seconds:.1f} s{'' if r.solved else ' UNSOLVED'}"
+                    for r in (react, plan, agent)
+                ), file=sys.stderr)  # fmt: skip
+    return results
+
+
+# --- Tokens and cost -----------------------------------------------------------------------
+
+
+def serialised(body: dict[str, Any]) -> str:
+    """A request as a provider counts it: tools or response format first, then the messages."""
+    head = body.get("tools") or body.get("response_format")
+    parts = [json.dumps(head, separators=(",", ":"), ensure_ascii=False)] if head else []
+    for message in body["messages"]:
+        parts.append(f"{message['role']}: {message.get('content') or ''}")
+        for call in message.get("tool_calls") or []:
+            parts.append(f"{call['function']['name']} {call['function']['arguments']}")
+    return "\n".join(parts)
+
+
+class PrefixCache:
+    """A provider's prompt cache: the longest token prefix shared with any earlier request."""
+
+    def __init__(self) -> None:
+        self.seen: list[np.ndarray] = []
+
+    def cached(self, tokens: np.ndarray) -> int:
+        """Cached tokens of this request (then remember it)."""
+        best = 0
+        for earlier in self.seen:
+            n = min(len(earlier), len(tokens))
+            if n <= best:
+                continue
+            different = np.flatnonzero(earlier[:n] != tokens[:n])
+            best = max(best, int(different[0]) if different.size else n)
+        self.seen.append(tokens)
+        hit = best // CACHE_STEP * CACHE_STEP
+        return hit if hit >= CACHE_MIN else 0
+
+
+@dataclass
+class Tally:
+    """What one run of one system cost, and what it did."""
+
+    calls: int = 0
+    input: int = 0
+    cached: int = 0
+    output: int = 0
+    kinds: Counter = field(default_factory=Counter)
+    kind_input: Counter = field(default_factory=Counter)
+    """Input tokens per call kind."""
+    actions: int = 0
+    seconds: float = 0.0
+
+    @property
+    def cost(self) -> float:
+        uncached = self.input - self.cached
+        return uncached * PRICE_INPUT + self.cached * PRICE_CACHED + self.output * PRICE_OUTPUT
+
+    @property
+    def cost_uncached(self) -> float:
+        return self.input * PRICE_INPUT + self.output * PRICE_OUTPUT
+
+    @property
+    def cached_share(self) -> float:
+        return self.cached / self.input if self.input else 0.0
+
+    @property
+    def per_action(self) -> float:
+        return self.calls / max(1, self.actions)
+
+
+def tally(calls: list[Call], results: list[Run]) -> dict[tuple[str, int, int], Tally]:
+    """Per (system, size, run): calls, tokens and cost, requests priced in arrival order."""
+    caches: dict[str, PrefixCache] = defaultdict(PrefixCache)
+    tallies: dict[tuple[str, int, int], Tally] = defaultdict(Tally)
+    for call in calls:
+        tokens = np.array(ENCODING.encode_ordinary(serialised(call.body)), dtype=np.int64)
+        entry = tallies[call.system, call.size, call.run]
+        entry.calls += 1
+        entry.input += len(tokens)
+        entry.cached += caches[call.system].cached(tokens)
+        entry.output += call.output_tokens
+        entry.kinds[call.kind] += 1
+        entry.kind_input[call.kind] += len(tokens)
+    for run in results:
+        entry = tallies[run.system, run.size, run.run]
+        entry.actions, entry.seconds = run.actions, run.seconds
+    return tallies
+
+
+# --- Report --------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """One system at one size: medians over its solved runs."""
+
+    solved: str
+    medians: dict[str, float]
+    kinds: dict[str, tuple[float, float]]
+    """Kind -> (calls, input tokens)."""
+
+
+def rows(results: list[Run], tallies: dict[tuple[str, int, int], Tally]) -> dict:
+    """(system, size) -> Row."""
+    table = {}
+    for system in SYSTEMS:
+        for size in sorted({r.size for r in results}):
+            mine = [r for r in results if r.system == system and r.size == size]
+            good = [tallies[system, size, r.run] for r in mine if r.solved]
+            good = good or [tallies[system, size, r.run] for r in mine]
+            names = {kind for t in good for kind in t.kinds}
+            table[system, size] = Row(
+                solved=f"{sum(r.solved for r in mine)}/{len(mine)}",
+                medians={
+                    name: statistics.median(getattr(t, name) for t in good)
+                    for name in [*METRICS, "actions"]
+                },
+                kinds={
+                    kind: (
+                        statistics.median(t.kinds[kind] for t in good),
+                        statistics.median(t.kind_input[kind] for t in good),
+                    )
+                    for kind in names
+                },
+            )
+    return table
+
+
+COLUMNS = [
+    ("calls", "calls", "{:.0f}"), ("per_action", "calls/act", "{:.2f}"),
+    ("input", "input", "{:,.0f}"), ("cached_share", "cached", "{:.0%}"),
+    ("output", "output", "{:,.0f}"), ("cost_uncached", "uncached", "{:,.0f}"),
+    ("cost", "cost", "{:,.0f}"), ("seconds", "answer s", "{:.2f}"),
+]  # fmt: skip
+METRICS = [name for name, _, _ in COLUMNS]
+RATIOS = {"calls", "per_action", "input", "output", "cost_uncached", "cost", "seconds"}
+
+
+def print_tables(table: dict, sizes: list[int], runs: int) -> None:
+    head = f"{'':<22}{'solved':>7}{'actions':>8}" + "".join(f"{t:>11}" for _, t, _ in COLUMNS)
+    for size in sizes:
+        print(f"\n{size} tools (medians of {runs} run(s) per system)")
+        print(head)
+        for system, label in SYSTEMS.items():
+            row = table[system, size]
+            cells = "".join(f"{fmt.format(row.medians[name]):>11}" for name, _, fmt in COLUMNS)
+            print(f"{label:<22}{row.solved:>7}{row.medians['actions']:>8.0f}{cells}")
+        for system in ("react", "actionplan"):
+            mine, theirs = table[system, size], table["langgraph", size]
+            cells = "".join(
+                f"{ratio(mine.medians[name], theirs.medians[name]):>11}"
+                if name in RATIOS else f"{'':>11}"
+                for name, _, _ in COLUMNS
+            )  # fmt: skip
+            print(f"{SYSTEMS[system].removeprefix('PowerOn ') + ' / LangGraph':<22}{'':>15}{cells}")
+        for system in ("react", "actionplan"):
+            kinds = table[system, size].kinds
+            print(f"  {SYSTEMS[system]} calls (input tokens) per kind: " + ", ".join(
+                f"{kind} {kinds[kind][0]:g} ({kinds[kind][1]:,.0f})"
+                for kind in sorted(kinds, key=kind_order)
+            ))  # fmt: skip
+
+
+def kind_order(kind: str) -> tuple[int, str]:
+    order = ["taskplan", "actionplan", "select", "parameters", "refine", "review", "final"]
+    return (order.index(kind) if kind in order else len(order), kind)
+
+
+def ratio(mine: float, theirs: float) -> str:
+    return f"{mine / theirs:.2f}x" if theirs else "-"
+
+
+def verdicts(table: dict, sizes: list[int]) -> None:
+    """One line per goal: met or not, with the figures (per catalog size) it was judged on."""
+
+    def value(system: str, size: int, name: str, per: str | None = "langgraph") -> float:
+        mine = table[system, size].medians[name]
+        theirs = table[per, size].medians[name] if per else 1.0
+        return mine / theirs if theirs else float("inf")
+
+    def line(
+        goal: str,
+        limit: Callable[[int], float],
+        name: str,
+        per: str | None = "langgraph",
+        who: tuple[str, ...] = ("react", "actionplan"),
+        at: list[int] = sizes,
+    ) -> None:
+        parts = []
+        for system in who:
+            figures = [(size, value(system, size, name, per)) for size in at]
+            met = all(figure <= limit(size) for size, figure in figures)
+            shown = ", ".join(f"{size}: {figure:.2f}" for size, figure in figures)
+            parts.append(f"{SYSTEMS[system]} {'MET' if met else 'NOT MET'} ({shown})")
+        print(f"- {goal}: " + "; ".join(parts))
+
+    print("\nverdicts (the figures per catalog size)")
+    line(
+        "cost with caching <= 0.7x LangGraph at 6 tools, <= 0.4x at >= 20",
+        lambda size: 0.7 if size < 20 else 0.4,
+        "cost",
+    )
+    if 6 in sizes:
+        line(
+            "raw o200k input tokens <= 0.55x LangGraph at 6 tools", lambda _: 0.55, "input", at=[6]
+        )
+    line(
+        "React cost <= 1.2x Actionplan cost (ratio)",
+        lambda _: 1.2,
+        "cost",
+        "actionplan",
+        who=("react",),
+    )
+    line("model calls per action <= 2", lambda _: 2.0, "per_action", None)
+    line("time to the final answer <= LangGraph's (ratio)", lambda _: 1.0, "seconds")
+
+
+def report(table: dict, results: list[Run], sizes: list[int], runs: int, scale: float) -> None:
+    """The assumptions, a table per catalog size, the actions run and the verdicts."""
+    print(
+        "PowerOn (engine, demo policy) vs LangGraph create_react_agent: extract notes, write a "
+        "report, answer"
+    )
+    print(
+        f"tokens: o200k of tools/response_format JSON + messages; prefix cache per system: "
+        f"longest shared prefix with any earlier request, floor to {CACHE_STEP}, from "
+        f"{CACHE_MIN:,}; price per token: input {PRICE_INPUT:g}, cached {PRICE_CACHED:g}, "
+        f"output {PRICE_OUTPUT:g}; latency {LATENCY_BASE * 1000 * scale:.0f} ms + "
+        f"{LATENCY_PER_TOKEN * 1000 * scale:g} ms per output token"
+    )
+    print(
+        "a request = its tools (LangGraph) or response_format (PowerOn) as compact JSON, then "
+        "'role: content' per message and 'name arguments' per tool call; each size starts with "
+        "an unmeasured warm-up run per system that fills its cache; every run has its own notes"
+    )
+    print(
+        "per solved task: calls = model calls, calls/act = calls per tool action run, input = "
+        "o200k input tokens, cached = their share in the cache, output = output tokens, "
+        "uncached / cost = cost units without / with the cache, answer s = time to the whole "
+        "final answer"
+    )
+    print_tables(table, sizes, runs)
+    print("\nactions run, over every size and run (the same everywhere unless listed apart)")
+    for system, label in SYSTEMS.items():
+        sequences = Counter(r.methods for r in results if r.system == system)
+        print(f"  {label}: " + "; ".join(
+            f"{' -> '.join(methods) or '(none)'} x{n}" for methods, n in sequences.items()
+        ))  # fmt: skip
+    verdicts(table, sizes)
+
+
+def plot(table: dict, sizes: list[int]) -> None:
+    """The cost and time plots, over catalog size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    PLOTS.mkdir(exist_ok=True)
+    colours = {"react": "tab:blue", "actionplan": "tab:green", "langgraph": "tab:red"}
+    figure, (tokens, cost) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for system, label in SYSTEMS.items():
+        values = [table[system, s].medians for s in sizes]
+        colour = colours[system]
+        tokens.plot(sizes, [v["input"] for v in values], "o-", color=colour, label=f"{label}, all")
+        tokens.plot(
+            sizes, [v["input"] * (1 - v["cached_share"]) for v in values], "o--", color=colour,
+            label=f"{label}, not cached",
+        )  # fmt: skip
+        cached, uncached = [v["cost"] for v in values], [v["cost_uncached"] for v in values]
+        cost.plot(sizes, cached, "o-", color=colour, label=f"{label}, with cache")
+        cost.plot(sizes, uncached, "o--", color=colour, label=f"{label}, no cache")
+    tokens.set(title="input tokens per solved task (o200k)", xlabel="tools in the catalog")
+    cost.set(
+        title=f"cost units per solved task (in {PRICE_INPUT:g}, cached {PRICE_CACHED:g}, "
+        f"out {PRICE_OUTPUT:g})",
+        xlabel="tools in the catalog",
+    )
+    for axes in (tokens, cost):
+        axes.set_ylim(bottom=0)
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(PLOTS / "vs_react_cost.png", dpi=120)
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for system, label in SYSTEMS.items():
+        seconds = [table[system, s].medians["seconds"] for s in sizes]
+        axes.plot(sizes, seconds, "o-", color=colours[system], label=label)
+    axes.set(title="time to the final answer (median)", xlabel="tools in the catalog", ylabel="s")
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(PLOTS / "vs_react_time.png", dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="sizes 6,20; 1 run; latency x0.1")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sizes", default="6,20,50,100")
+    parser.add_argument("--latency-scale", type=float, default=None, help="1.0; 0.1 with --quick")
+    args = parser.parse_args()
+    sizes = [6, 20] if args.quick else [int(n) for n in args.sizes.split(",")]
+    runs = 1 if args.quick else args.runs
+    scale = args.latency_scale if args.latency_scale is not None else (0.1 if args.quick else 1.0)
+    engine_llm.ALLOW_REMOTE_MODEL_REQUESTS = False
+    model = Model(scale)
+    started = time.perf_counter()
+    with netguard.guarded():
+        results = asyncio.run(measure(sizes, runs, model))
+    table = rows(results, tally(model.calls, results))
+    report(table, results, sizes, runs, scale)
+    for error in model.errors:
+        print(f"model server error: {error}")
+    plot(table, sizes)
+    print(f"\nplots: {PLOTS / 'vs_react_cost.png'}, {PLOTS / 'vs_react_time.png'}")
+    print(f"took {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
