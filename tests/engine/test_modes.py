@@ -168,3 +168,22 @@ async def test_demo_parameters_fill_only_schema_fields() -> None:
     )
     assert answer == {"schema": "parameters_v1", "parameters": {"query": "find x"}}
     assert params()["parameters"] == {}
+
+
+async def test_actionplan_mode_plans_its_actions_itself_not_in_the_task_plan() -> None:
+    """Outside React the task plan is not asked for a first action, and one given anyway is
+    not run: the action plan decides."""
+    from tests.engine.conftest import select
+
+    llm = ScriptedLLM(
+        [
+            taskplan("t", first=select("web.crawl")),
+            {"actions": [{"action": "web.search", "parameters": {"query": "q"}}]},
+            review(),
+            "ok",
+        ]
+    )
+    events = await collect(make_state(mode="actionplan"), llm)
+    llm.assert_complete()
+    assert "firstAction: the first action" not in llm.calls[0].messages[-1]["content"]
+    assert [a.method for a in of(events, "act")] == ["web.search"]

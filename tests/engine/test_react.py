@@ -580,3 +580,32 @@ async def test_the_review_is_skipped_only_when_refine_met_the_criteria_with_evid
     llm.assert_complete()
     assert "review" in [c.kind for c in llm.calls]
     assert of(events, "task")[-1].status == "failed"
+
+
+async def test_the_task_plan_may_carry_the_first_action() -> None:
+    """React mode: the plan's first action is task 1's first step, checked like Stage 1, so
+    a one-action task costs task plan, Stage 2, refine and the answer."""
+    llm = ScriptedLLM([taskplan("t", first=select()), params(query="a"), stop(), "ok"])
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    assert [c.kind for c in llm.calls] == ["taskplan", "parameters", "refine", "final"]
+    assert "firstAction: the first action of task 1" in user_text(llm.calls[0])
+    opened = of(events, "step")[0]
+    assert (opened.status, opened.method) == ("started", "web.search")
+    assert of(events, "plan")[0].selection.action == "web.search"
+    assert of(events, "round")[-1].status == "completed"
+
+
+async def test_a_first_action_that_breaks_stage_one_rules_is_said_and_chosen_again() -> None:
+    """A first action outside the task's catalog: an error says so and Stage 1 chooses."""
+    policy = Policy(denied={"*": ["web.crawl"]})
+    llm = ScriptedLLM(
+        [taskplan("t", first=select("web.crawl")), select(), params(query="a"), stop(), "ok"]
+    )
+    events = await collect(make_state(policy=policy), llm)
+    llm.assert_complete()
+    error = of(events, "error")[0]
+    assert error.retrying and "first action proposed with the task plan was rejected" in (
+        error.message
+    )
+    assert [p.selection.action for p in of(events, "plan")] == ["web.search"]

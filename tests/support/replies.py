@@ -5,11 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 
-def taskplan(*objectives: str, task_type: str = "general", criteria: str = "It is done.") -> dict:
+def taskplan(
+    *objectives: str,
+    task_type: str = "general",
+    criteria: str = "It is done.",
+    first: dict | None = None,
+) -> dict:
+    """A task plan; with `first`, the first task's first action comes with it (no Stage 1)."""
     tasks = [
         {"objective": o, "successCriteria": [criteria], "taskType": task_type} for o in objectives
     ]
-    return {"overview": "plan", "tasks": tasks}
+    return {"overview": "plan", "tasks": tasks, "firstAction": first}
 
 
 def select(action: str = "web.search", **extra: Any) -> dict:

@@ -112,8 +112,9 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
         text = failures_line(ctx)
         if text:
             yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
-        messages = build(
+        messages = build(  # no system message: the rules are about choosing actions
             "final",
+            system=False,
             language=ctx.state.language,
             prompt=ctx.state.prompt,
             outcome=outcome_text(ctx),

@@ -117,7 +117,8 @@ class DemoLLM:
             "successCriteria": ["The documents are extracted.", "A report is written."],
             "taskType": "document",
         }
-        return {"overview": "Extract, then report.", "tasks": [task]}
+        first = self.select(prompt) if "firstAction: the first action" in prompt else None
+        return {"overview": "Extract, then report.", "tasks": [task], "firstAction": first}
 
     def select(self, prompt: str) -> dict[str, Any]:
         steps = section(prompt, "Steps so far in this task")

@@ -2,24 +2,33 @@
 
 Structured answers ask for a json_schema response format (strict when the schema allows),
 fall back to json_object, then to plain text, remembering per instance what the server
-accepts; the JSON is then extracted robustly and validated into the requested model.
+accepts; the JSON is then extracted robustly and validated into the requested model. Each
+output model's schema is computed once per process, compact (the prompt explains the fields;
+the schema only fixes their shape).
+
+One AsyncOpenAI client per settings and event loop serves every run (`shared_client`):
+creating one costs tens of milliseconds, and its connections stay open between runs.
 Transient failures are retried by the SDK itself (it honours Retry-After); what still fails
 becomes one ModelUnavailable that says what failed and, with the host's advice, what to fix.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
+import functools
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncOpenAI
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .contracts import (
     Completion,
@@ -72,6 +81,10 @@ def extract_json(text: str) -> Any:
     raise ValueError("the answer holds no JSON object")
 
 
+_NOT_SCHEMAS = ("properties", "$defs", "required", "default", "enum", "const", "examples")
+"""Keywords whose values are names or data (a property may be called "required")."""
+
+
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     """The schema in OpenAI's strict form, or None when it cannot be strict.
 
@@ -94,16 +107,116 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
             if node.get("additionalProperties") is not False or "properties" not in node:
                 return False
             node["required"] = list(node["properties"])
-        return all(visit(value) for key, value in node.items() if key != "required")
+        named = [*node.get("properties", {}).values(), *node.get("$defs", {}).values()]
+        keywords = [v for k, v in node.items() if k not in _NOT_SCHEMAS]
+        return all(visit(value) for value in [*named, *keywords])
 
     return result if visit(result) else None
+
+
+_ANNOTATIONS = ("title", "description")
+"""Schema keywords that only annotate: pydantic derives them from names and docstrings."""
+
+
+def compact_schema(schema: Any) -> Any:
+    """The schema without its annotations (titles, descriptions): the prompt explains every
+    field, so they would only repeat it in every request. Property names are kept, even a
+    property called "title" or "description"."""
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    compact = {}
+    for key, value in schema.items():
+        if key in _ANNOTATIONS and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs"):  # names, not keywords
+            compact[key] = {name: compact_schema(node) for name, node in value.items()}
+        elif key in _NOT_SCHEMAS:
+            compact[key] = value
+        else:
+            compact[key] = compact_schema(value)
+    return compact
+
+
+@functools.cache
+def response_format(output: type[BaseModel], fmt: ResponseFormat) -> dict[str, Any] | None:
+    """The response_format asking for `output` in `fmt`: computed once per model and format
+    (a schema takes a millisecond or more to generate). Shared: never modify it."""
+    if fmt == "text":
+        return None
+    if fmt == "json_object":
+        return {"type": "json_object"}
+    schema = compact_schema(output.model_json_schema())
+    strict = strict_schema(schema)
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": output.__name__,
+            "schema": strict if strict is not None else schema,
+            "strict": strict is not None,
+        },
+    }
+
+
+# --- One client per process -------------------------------------------------------------------
+
+
+class _LoopClients:
+    """The shared clients of one event loop, closed when the loop shuts down.
+
+    An httpx client's connections belong to the loop that opened them, so every loop has its
+    own clients. The closer is an async generator of the loop: asyncio.run (and every runner
+    built on it) closes those at shutdown, which closes the clients with their connections.
+    """
+
+    def __init__(self) -> None:
+        self.clients: dict[tuple[Any, ...], AsyncOpenAI] = {}
+        self._closer = self._close_at_shutdown()
+        with contextlib.suppress(StopIteration):  # runs it to its yield: the loop now knows it
+            self._closer.asend(None).send(None)
+
+    async def _close_at_shutdown(self) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            clients, self.clients = list(self.clients.values()), {}
+            for client in clients:
+                await client.close()
+
+
+_SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def shared_client(
+    *, base_url: str | None, api_key: str, timeout: float, max_retries: int
+) -> AsyncOpenAI:
+    """The AsyncOpenAI client for these settings in the running event loop: created on first
+    use, then reused by every caller in the loop. Callers never close it."""
+    loop = asyncio.get_running_loop()
+    shared = _SHARED.get(loop)
+    if shared is None:
+        shared = _SHARED[loop] = _LoopClients()
+    key = (base_url, api_key, timeout, max_retries)
+    client = shared.clients.get(key)
+    if client is None:
+        client = shared.clients[key] = AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=max_retries
+        )
+    return client
 
 
 # --- The client -------------------------------------------------------------------------------
 
 
 class OpenAICompatibleLLM:
-    """contracts.LLM over AsyncOpenAI, for OpenAI, Azure, vLLM, Ollama, llama.cpp and others."""
+    """contracts.LLM over AsyncOpenAI, for OpenAI, Azure, vLLM, Ollama, llama.cpp and others.
+
+    Cheap to create: with `shared=True` it uses the loop's shared client (see
+    `shared_client`) and leaves it open; otherwise it opens its own and `aclose` closes it.
+    """
 
     def __init__(
         self,
@@ -116,6 +229,7 @@ class OpenAICompatibleLLM:
         temperature: float | None = 0.0,
         label: str | None = None,
         advice: Mapping[str, str] | None = None,
+        shared: bool = False,
     ) -> None:
         self.model = model
         self.label = label or model
@@ -128,13 +242,28 @@ class OpenAICompatibleLLM:
         """The richest format the server accepted so far; it only ever degrades."""
         self.stream_usage = True
         self._base_url = base_url
-        self._client = AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=max_retries
-        )
+        self._owns_client = not shared
+        if shared:
+            self._client = shared_client(
+                base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+            )
+        else:
+            self._client = AsyncOpenAI(
+                base_url=base_url,
+                api_key=api_key or "unused",
+                timeout=timeout,
+                max_retries=max_retries,
+            )
+
+    @property
+    def client(self) -> AsyncOpenAI:
+        """The AsyncOpenAI client this model calls through."""
+        return self._client
 
     async def aclose(self) -> None:
-        """Close the HTTP connections (the host calls this when the run ends)."""
-        await self._client.close()
+        """Close the HTTP connections of a client of its own (a shared one stays open)."""
+        if self._owns_client:
+            await self._client.close()
 
     async def __aenter__(self) -> OpenAICompatibleLLM:
         return self
@@ -152,7 +281,7 @@ class OpenAICompatibleLLM:
             fmt = self.response_format
             try:
                 response, latency = await self._call(
-                    messages, response_format=self._format_param(fmt, output)
+                    messages, response_format=response_format(output, fmt)
                 )
                 break
             except openai.BadRequestError as error:
@@ -206,22 +335,6 @@ class OpenAICompatibleLLM:
         )
 
     # Plumbing ------------------------------------------------------------------------------
-
-    def _format_param(self, fmt: ResponseFormat, output: type[T]) -> dict[str, Any] | None:
-        if fmt == "text":
-            return None
-        if fmt == "json_object":
-            return {"type": "json_object"}
-        schema = output.model_json_schema()
-        strict = strict_schema(schema)
-        return {
-            "type": "json_schema",
-            "json_schema": {
-                "name": output.__name__,
-                "schema": strict if strict is not None else schema,
-                "strict": strict is not None,
-            },
-        }
 
     async def _open_stream(self, messages: Sequence[Message]) -> Any:
         params = self._params(messages)

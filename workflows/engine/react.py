@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator
 
 from .actions import (
     ActionCall,
@@ -15,13 +14,13 @@ from .actions import (
     record_step,
     task_text,
 )
-from .contracts import ReferenceNotFound, describe_error, resolve_references
+from .contracts import describe_error
 from .core import Out, Rejected, RoundContext, Step, TaskState, ask
 from .defaults import DefaultsContext
 from .events import ActEvent, AskEvent, ErrorEvent, Event, PlanEvent, RefineEvent
 from .prompts import parameters_prompt, reconcile_schema, render_observation
 from .schemas import ActionParameters, ActionSelection, Observation, RefinementDecision
-from .selection import selection_messages, task_tools
+from .selection import selection_check, selection_messages, task_tools
 
 
 async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
@@ -140,29 +139,6 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
         stop.value = True
         return
     task.proposed = proposed
-
-
-def selection_check(ctx: RoundContext, task: TaskState) -> Callable[[ActionSelection], Any]:
-    """Stage 1's rules for a chosen action: in the task's catalog, references that resolve,
-    a connection the user has. Refine's next action is held to the same rules."""
-    names = {tool.name for tool in task_tools(ctx, task)}
-    labels = {c.label for c in ctx.state.connections}
-
-    def check(selection: ActionSelection) -> ActionSelection:
-        if selection.action not in names:
-            raise Rejected(
-                f"{selection.action!r} is not allowed for this task; choose one of: "
-                + ", ".join(sorted(names))
-            )
-        try:
-            resolve_references(selection.requiredInputDocuments, ctx.store.index())
-        except ReferenceNotFound as error:
-            raise Rejected(str(error), kind="reference") from error
-        if selection.requiredConnection and selection.requiredConnection not in labels:
-            raise Rejected(f"{selection.requiredConnection!r} is not a connection label")
-        return selection
-
-    return check
 
 
 async def plan(ctx: RoundContext, step: Step, out: Out[ActionSelection]) -> AsyncIterator[Event]:

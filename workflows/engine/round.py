@@ -11,7 +11,7 @@ from .answer import answer_key, final_answer, unavailable_answer
 from .closing import OpenWork
 from .contracts import LLM, DocumentStore, ModelUnavailable, ToolExecutor
 from .controls import Controls
-from .core import Out, RoundContext, TaskState, ask
+from .core import Out, Rejected, RoundContext, TaskState, ask
 from .events import (
     ErrorEvent,
     Event,
@@ -23,8 +23,9 @@ from .events import (
 )
 from .guards import allowed_tools
 from .history import render_history
-from .prompts import build, render_documents
+from .prompts import build, render_connections, render_documents, selection_format
 from .schemas import TaskItem, TaskPlan, TaskReview
+from .selection import selection_check
 from .state import RoundState
 
 MAX_TASKS = 5
@@ -84,6 +85,8 @@ async def run_tasks(ctx: RoundContext) -> AsyncIterator[Event]:
     ctx.tasks = [TaskState(n, item) for n, item in enumerate(taskplan.tasks[:MAX_TASKS], start=1)]
     for task in ctx.tasks:
         yield ctx.task_event(task, "pending")
+    if rejected := adopt_first_action(ctx, taskplan):
+        yield rejected
     for task in ctx.tasks:
         if exhausted := ctx.budget.exhausted():
             task.stop_code, task.stop_reason = exhausted
@@ -115,17 +118,47 @@ def stop_summary(ctx: RoundContext) -> str:
 
 
 async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Event]:
-    """Split the round into tasks with success criteria."""
+    """Split the round into tasks with success criteria; in React mode the plan may carry the
+    first task's first action (one call fewer: its Stage 1)."""
+    react = ctx.state.mode == "react"
     messages = build(
         "taskplan",
         tools=allowed_tools(ctx.state.policy, "general", ctx.tools.tools()),
         max_tasks=MAX_TASKS,
         prompt=ctx.state.prompt,
+        connections=render_connections(ctx.state.connections),
         documents=render_documents(ctx.store.index(), current_round=ctx.round, caps=ctx.state.caps),
         history=render_history(ctx.history(), ctx.round, max_chars=ctx.state.caps.history_chars),
+        first_action="<the first action of task 1> or null" if react else "null",
+        first_action_rule=(
+            "firstAction: the first action of task 1, written as Stage 1 writes it; null when "
+            "there are no tasks.\n" + selection_format()
+            if react
+            else ""
+        ),
     )
     async for event in ask(ctx, messages, output=TaskPlan, kind="taskplan", out=out):
         yield event
+
+
+def adopt_first_action(ctx: RoundContext, plan: TaskPlan) -> ErrorEvent | None:
+    """The plan's first action becomes task 1's first step when it passes Stage 1's checks;
+    otherwise the error says why and Stage 1 chooses."""
+    if plan.firstAction is None or not ctx.tasks or ctx.state.mode != "react":
+        return None
+    task = ctx.tasks[0]
+    try:
+        task.proposed = selection_check(ctx, task)(plan.firstAction)
+    except Rejected as error:
+        return ErrorEvent(
+            round=ctx.round,
+            task=task.number,
+            kind=error.kind,  # type: ignore[arg-type]
+            message=f"The first action proposed with the task plan was rejected: "
+            f"{str(error)[:1_500]}. Stage 1 chooses instead.",
+            retrying=True,
+        )
+    return None
 
 
 async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:

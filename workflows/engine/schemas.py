@@ -38,13 +38,6 @@ class TaskItem(ModelOutput):
     )
 
 
-class TaskPlan(ModelOutput):
-    """A round split into tasks; no tasks means the request is answered directly."""
-
-    overview: str = ""
-    tasks: list[TaskItem] = Field(default_factory=list, max_length=8)
-
-
 # --- React Stage 1: selection ------------------------------------------------------------
 
 
@@ -115,6 +108,15 @@ class ActionSelection(ModelOutput):
     def name(self) -> str:
         """The action part, e.g. "search"."""
         return self.action.partition(".")[2]
+
+
+class TaskPlan(ModelOutput):
+    """A round split into tasks; no tasks means the request is answered directly. In React
+    mode the plan may carry the first task's first action, as Stage 1 would write it."""
+
+    overview: str = ""
+    tasks: list[TaskItem] = Field(default_factory=list, max_length=8)
+    firstAction: ActionSelection | None = None
 
 
 # --- React Stage 2: parameters ------------------------------------------------------------

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from .contracts import Message, Tool
-from .core import RoundContext, TaskState
+from .contracts import Message, ReferenceNotFound, Tool, resolve_references
+from .core import Rejected, RoundContext, TaskState
 from .guards import allowed_tools
 from .prompts import (
     build,
@@ -15,7 +16,7 @@ from .prompts import (
     render_list,
     selection_format,
 )
-from .schemas import FORBIDDEN_PARAMETER_NAMES
+from .schemas import FORBIDDEN_PARAMETER_NAMES, ActionSelection
 
 FORBIDDEN_TEXT = ", ".join(sorted(FORBIDDEN_PARAMETER_NAMES))
 
@@ -58,3 +59,26 @@ def selection_messages(
         history_chars=ctx.state.caps.history_chars,
         limit=ctx.state.caps.prompt_chars,
     )
+
+
+def selection_check(ctx: RoundContext, task: TaskState) -> Callable[[ActionSelection], Any]:
+    """Stage 1's rules for a chosen action: in the task's catalog, references that resolve,
+    a connection the user has. Refine's next action is held to the same rules."""
+    names = {tool.name for tool in task_tools(ctx, task)}
+    labels = {c.label for c in ctx.state.connections}
+
+    def check(selection: ActionSelection) -> ActionSelection:
+        if selection.action not in names:
+            raise Rejected(
+                f"{selection.action!r} is not allowed for this task; choose one of: "
+                + ", ".join(sorted(names))
+            )
+        try:
+            resolve_references(selection.requiredInputDocuments, ctx.store.index())
+        except ReferenceNotFound as error:
+            raise Rejected(str(error), kind="reference") from error
+        if selection.requiredConnection and selection.requiredConnection not in labels:
+            raise Rejected(f"{selection.requiredConnection!r} is not a connection label")
+        return selection
+
+    return check
