@@ -119,3 +119,31 @@ def test_quiet_runs_are_found_and_show_their_durable_state(admin_client, alice):
     assert "Quiet one" in page and "Live one" not in page
     change = admin_client.get(reverse("admin:workflows_chatworkflow_change", args=[quiet.pk]))
     assert "none (never started" in change.content.decode()
+
+
+def test_steps_and_model_calls_show_cached_tokens(admin_client, alice):
+    """Per step and per call, the admin shows tokens and how many were read from the
+    provider's cache; the workflow page sums the cached share."""
+    from workflows.engine.events import StepEvent, UsageEvent
+    from workflows.execution import recording
+
+    workflow = workflow_with_history(alice)
+    for prompt, cached in ((1000, 0), (2000, 1024)):
+        recording.record(
+            workflow.pk,
+            UsageEvent(round=1, task=1, action=1, kind="refine", prompt_tokens=prompt,
+                       completion_tokens=50, cached_tokens=cached),
+        )  # fmt: skip
+    recording.record(
+        workflow.pk,
+        StepEvent(round=1, task=1, action=1, status="success", step=1, tokens=3100,
+                  cachedTokens=1024, durationMs=900),
+    )  # fmt: skip
+    page = admin_client.get(
+        reverse("admin:workflows_chatworkflow_change", args=[workflow.pk])
+    ).content.decode()
+    assert "2,000 in (1,024 cached) / 50 out" in page
+    assert "3,100 (1,024 cached)" in page
+    assert "1,024 of 3,000 (34%) read from the provider&#x27;s cache" in page
+    listing = admin_client.get(reverse("admin:workflows_workflowevent_changelist")).content
+    assert b"3,100 (1,024 cached)" in listing

@@ -58,13 +58,32 @@ class ChatDocumentInline(ReadOnlyInline):
         return document_link(document)
 
 
+def event_tokens(event: WorkflowEvent) -> str:
+    """What a step, a round or a model call spent, and how much of its prompt the provider read
+    from its cache ("" for other events)."""
+    payload = event.payload or {}
+    if event.type == "usage":
+        cached = payload.get("cached_tokens", 0)
+        return (
+            f"{payload.get('prompt_tokens', 0):,} in ({cached:,} cached) / "
+            f"{payload.get('completion_tokens', 0):,} out"
+        )
+    if event.type in ("step", "round") and payload.get("tokens"):
+        return f"{payload['tokens']:,} ({payload.get('cachedTokens', 0):,} cached)"
+    return ""
+
+
 class WorkflowEventInline(ReadOnlyInline):
     model = WorkflowEvent
-    fields = ("seq", "type", "round", "task", "action", "payload_brief", "created")
+    fields = ("seq", "type", "round", "task", "action", "tokens", "payload_brief", "created")
     readonly_fields = fields
     ordering = ("seq",)
     show_change_link = False
     verbose_name_plural = "Event timeline"
+
+    @admin.display(description="Tokens")
+    def tokens(self, event: WorkflowEvent) -> str:
+        return event_tokens(event)
 
     @admin.display(description="Payload")
     def payload_brief(self, event: WorkflowEvent) -> str:
@@ -108,6 +127,7 @@ class ChatWorkflowAdmin(admin.ModelAdmin):
         "last_seq",
         "prompt_tokens",
         "completion_tokens",
+        "cached_share",
         "created",
         "updated",
     )
@@ -124,7 +144,16 @@ class ChatWorkflowAdmin(admin.ModelAdmin):
                 )
             },
         ),
-        ("Usage", {"fields": (("prompt_tokens", "completion_tokens"), ("created", "updated"))}),
+        (
+            "Usage",
+            {
+                "fields": (
+                    ("prompt_tokens", "completion_tokens"),
+                    "cached_share",
+                    ("created", "updated"),
+                )
+            },
+        ),
     )
     inlines = (ChatMessageInline, ChatDocumentInline, WorkflowEventInline)
     date_hierarchy = "created"
@@ -152,6 +181,16 @@ class ChatWorkflowAdmin(admin.ModelAdmin):
     @admin.display(description="Tokens")
     def tokens(self, workflow: ChatWorkflow) -> str:
         return f"{workflow.prompt_tokens:,} in / {workflow.completion_tokens:,} out"
+
+    @admin.display(description="Cached prompt tokens")
+    def cached_share(self, workflow: ChatWorkflow) -> str:
+        """How much of the prompts the provider read from its cache (billed cheaper)."""
+        calls = workflow.events.filter(type="usage").values_list("payload", flat=True)
+        prompt = sum(call.get("prompt_tokens", 0) for call in calls)
+        cached = sum(call.get("cached_tokens", 0) for call in calls)
+        if not prompt:
+            return "—"
+        return f"{cached:,} of {prompt:,} ({cached / prompt:.0%}) read from the provider's cache"
 
 
 @admin.register(ChatMessage)
@@ -201,12 +240,16 @@ class ChatDocumentAdmin(admin.ModelAdmin):
 
 @admin.register(WorkflowEvent)
 class WorkflowEventAdmin(admin.ModelAdmin):
-    list_display = ("workflow", "seq", "type", "round", "task", "action", "created")
+    list_display = ("workflow", "seq", "type", "round", "task", "action", "tokens", "created")
     list_filter = ("type",)
     search_fields = ("workflow__title",)
     list_select_related = ("workflow",)
     raw_id_fields = ("workflow",)
     ordering = ("workflow", "seq")
+
+    @admin.display(description="Tokens")
+    def tokens(self, event: WorkflowEvent) -> str:
+        return event_tokens(event)
 
 
 class ConnectionForm(forms.ModelForm):
