@@ -27,6 +27,8 @@ from django.utils import timezone
 
 from workflows.models import ChatWorkflow
 
+from . import setup
+
 logger = logging.getLogger(__name__)
 
 ROUNDS_QUEUE = "poweron-rounds"
@@ -101,14 +103,19 @@ def _stops_are_not_errors(record: logging.LogRecord) -> bool:
 
 def launch_with_daphne() -> None:
     """When Daphne serves the app, launch DBOS inside its loop once the reactor runs, so
-    recovered runs share the loop with the sockets. Elsewhere (tests, commands) do nothing."""
+    recovered runs share the loop with the sockets; a process that runs rounds makes ready
+    what they need first. Elsewhere (tests, commands) do nothing."""
     reactor = sys.modules.get("twisted.internet.reactor")
     if reactor is None:
         return
-    queues = [] if settings.POWERON_RUNNER == "worker" else None
+    runs_rounds = settings.POWERON_RUNNER != "worker"
+    if runs_rounds:
+        setup.preload()  # before Daphne listens: the first round does not import
 
     async def start() -> None:
-        await launch(queues=queues)
+        if runs_rounds:
+            setup.warm_up()  # the model's client, in the loop the rounds run in
+        await launch(queues=None if runs_rounds else [])
         await watch_for_dead_executors()
 
     def begin() -> None:

@@ -40,7 +40,9 @@ def model_label() -> str:
 
 
 def build_llm() -> LLM:
-    """The configured OpenAI-compatible model, or the offline demo model."""
+    """The configured OpenAI-compatible model, or the offline demo model. Call it in the
+    event loop the run uses: every run of the loop shares one HTTP client (its connections
+    stay open between runs; it is never closed by a run)."""
     from workflows.engine.demo import DemoLLM
     from workflows.engine.llm import OpenAICompatibleLLM
 
@@ -52,7 +54,22 @@ def build_llm() -> LLM:
         model=settings.POWERON_LLM_MODEL,
         timeout=float(settings.POWERON_LLM_TIMEOUT),
         advice=model_advice(),
+        shared=True,
     )
+
+
+def preload() -> None:
+    """Import what every round needs, the model client among it, so the first round does
+    not (the rare parsers of a few tools stay imported where they are used)."""
+    from workflows.engine import llm, round  # noqa: F401
+    from workflows.tools import registry  # noqa: F401
+
+
+def warm_up() -> None:
+    """At process start, in the loop that will run rounds: preload, and create the model's
+    shared client, so the first run pays for neither."""
+    preload()
+    build_llm()
 
 
 def model_advice() -> dict[str, str]:
@@ -73,7 +90,8 @@ def model_advice() -> dict[str, str]:
 
 
 async def close_llm(llm: LLM) -> None:
-    """Release the model client's connections (the demo model holds none)."""
+    """Release what the run's model holds of its own (the shared client stays open; the
+    demo model holds nothing)."""
     close = getattr(llm, "aclose", None)
     if close is not None:
         await close()
@@ -173,10 +191,10 @@ def tokens_in_the_last_day(workflow: ChatWorkflow) -> int:
     )
 
 
-@database_sync_to_async
-def build(workflow: ChatWorkflow) -> RoundParts:
-    """The model, the tools and the owner's connection secrets for a round."""
-    connections = list(workflow.owner.connections.all())
+async def build(workflow: ChatWorkflow) -> RoundParts:
+    """The model, the tools and the owner's connection secrets for a round (the model is
+    built in the round's own loop: its client belongs to it)."""
+    connections = await database_sync_to_async(list)(workflow.owner.connections.all())
     return RoundParts(
         llm=build_llm(),
         tools=build_tools(connection_kinds={c.kind for c in connections}),

@@ -29,7 +29,6 @@ from .mapreduce import (
     max_chunks,
     read_sources,
 )
-from .pdf import markdown_to_pdf
 
 _CSS = """
 body{font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2430;
@@ -88,7 +87,10 @@ class DocumentGenerateReport:
             return _failure("document.generateReport: the model wrote an empty report")
         markdown = report_markdown(title, body, sources)
         stem = file_stem(title)
-        # Laying out a PDF takes a while for a long report: off the event loop.
+        # Laying out a PDF takes a while for a long report: off the event loop. fpdf2 is
+        # imported here, on first use: importing it takes about half a second.
+        from .pdf import markdown_to_pdf
+
         font = ctx.settings.get("report_pdf_font")
         pdf = await asyncio.to_thread(markdown_to_pdf, title, markdown, font=font)
         documents = [

@@ -10,8 +10,6 @@ from html.parser import HTMLParser
 from typing import Literal
 from urllib.parse import urljoin
 
-import trafilatura
-
 from .fetch import Page
 
 Format = Literal["markdown", "text"]
@@ -53,6 +51,8 @@ def extract_page(page: Page, *, fmt: Format = "markdown", depth: Depth = "basic"
 
 
 def _html(page: Page, fmt: Format, depth: Depth) -> Extracted:
+    import trafilatura  # Imported on use: it is slow to import and most runs never need it.
+
     html = page.text()
     scan = _LinkScanner(page.url)
     scan.feed(html)
