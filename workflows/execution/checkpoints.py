@@ -45,11 +45,16 @@ Piece = Callable[[str, str, int, str], Awaitable[None]]
 
 class Checkpoints:
     """Runs steps for one round and keeps its clock: the sum of the time its recorded steps
-    took, so a resumed round neither counts the downtime nor reads a different time."""
+    took, so a resumed round neither counts the downtime nor reads a different time.
 
-    def __init__(self) -> None:
+    `before` is awaited before each step begins (the runner stores the events emitted since
+    the last one, so what viewers see is committed before the round waits on anything).
+    """
+
+    def __init__(self, *, before: Callable[[], Awaitable[None]] | None = None) -> None:
         self.elapsed = 0.0
         self._depth = 0
+        self._before = before
 
     def clock(self) -> float:
         """The round's clock for the engine (seconds of recorded work)."""
@@ -60,6 +65,8 @@ class Checkpoints:
         another step (a tool's own model calls) it simply runs: the outer step records it."""
         if self._depth:
             return await call()
+        if self._before is not None:
+            await self._before()
 
         async def timed() -> dict[str, Any]:
             started = time.monotonic()

@@ -1,18 +1,24 @@
 """Storing events: each becomes a WorkflowEvent plus the rows it concerns.
 
-Runs in a worker thread (database_sync_to_async), one short transaction per event. The
-stored event is read back into its typed envelope inside the transaction, so an event that
-does not fit the contract is never committed.
+Runs in a worker thread (database_sync_to_async). The events of one batch — what a round
+emitted between two waits on the model or a tool — are stored in one short transaction,
+each under its own seq. Stored events are read back into their typed envelopes inside the
+transaction, so an event that does not fit the contract is never committed.
 """
 
 from __future__ import annotations
 
-from django.db import transaction
+from collections.abc import Sequence
+
+from django.db import IntegrityError, transaction
 
 from workflows import services
 from workflows.contract import Envelope, NoticeEvent, payload_of
 from workflows.engine.events import BaseEvent, MessageEvent, UsageEvent
 from workflows.models import ChatDocument, ChatMessage, WorkflowEvent
+
+Pending = tuple[BaseEvent, int | None]
+"""An event to store, with its ordinal (its place in its round) or None."""
 
 
 def record(workflow_id: int, event: BaseEvent, *, ordinal: int | None = None) -> Envelope | None:
@@ -21,33 +27,67 @@ def record(workflow_id: int, event: BaseEvent, *, ordinal: int | None = None) ->
     With an `ordinal` (its place in its round), an event already stored is not stored again
     (None is returned): a resumed round replays its events without repeating them.
     """
-    assert not isinstance(event, NoticeEvent), "notices are for one socket, never stored"
-    tokens = None
+    stored = record_many(workflow_id, [(event, ordinal)])
+    return stored[0] if stored else None
+
+
+def record_many(workflow_id: int, events: Sequence[Pending]) -> list[Envelope]:
+    """Store events in order in one transaction; the envelopes of those newly stored (an
+    event with an ordinal that is stored already is skipped), ready to broadcast.
+
+    Optimistic: a round stores its events once, so they are inserted without looking first;
+    only when the database refuses an ordinal it holds (a resumed round replaying its
+    history) is the batch stored again, skipping what is there.
+    """
+    assert not any(isinstance(event, NoticeEvent) for event, _ in events), "never stored"
+    try:
+        return _record(workflow_id, events, skip=set())
+    except IntegrityError:
+        if all(ordinal is None for _, ordinal in events):
+            raise
+    return _record(workflow_id, events, skip=already_stored(workflow_id, events))
+
+
+def _record(
+    workflow_id: int, events: Sequence[Pending], *, skip: set[tuple[int, int]]
+) -> list[Envelope]:
     with transaction.atomic():
-        if (
-            ordinal is not None
-            and WorkflowEvent.objects.filter(
-                workflow_id=workflow_id, round=event.round, ordinal=ordinal
-            ).exists()
-        ):
-            return None
-        match event:
-            case UsageEvent():
-                tokens = (event.prompt_tokens, event.completion_tokens)
-            case MessageEvent(messageId=None):
-                message = message_store(workflow_id, event)
-                event = event.model_copy(update={"messageId": message.pk})
-        stored = services.event_append(
-            workflow_id=workflow_id,
-            type=event.type,
-            payload=payload_of(event),
-            tokens=tokens,
-            round=event.round,
-            task=event.task,
-            action=event.action,
-            ordinal=ordinal,
-        )
-        return Envelope.from_row(stored)
+        new = []
+        for event, ordinal in events:
+            if ordinal is not None and (event.round, ordinal) in skip:
+                continue
+            tokens = None
+            match event:
+                case UsageEvent():
+                    tokens = (event.prompt_tokens, event.completion_tokens)
+                case MessageEvent(messageId=None):
+                    message = message_store(workflow_id, event)
+                    event = event.model_copy(update={"messageId": message.pk})
+            new.append(
+                services.NewEvent(
+                    type=event.type,
+                    payload=payload_of(event),
+                    round=event.round,
+                    task=event.task,
+                    action=event.action,
+                    tokens=tokens,
+                    ordinal=ordinal,
+                )
+            )
+        if not new:
+            return []
+        rows = services.events_append(workflow_id=workflow_id, events=new)
+        return [Envelope.from_row(row) for row in rows]
+
+
+def already_stored(workflow_id: int, events: Sequence[Pending]) -> set[tuple[int, int]]:
+    """The (round, ordinal) pairs among `events` that are stored (one query)."""
+    ordinals = {ordinal for _, ordinal in events if ordinal is not None}
+    rounds = {event.round for event, ordinal in events if ordinal is not None}
+    stored = WorkflowEvent.objects.filter(
+        workflow_id=workflow_id, round__in=rounds, ordinal__in=ordinals
+    )
+    return set(stored.order_by().values_list("round", "ordinal"))
 
 
 def message_store(workflow_id: int, event: MessageEvent) -> ChatMessage:

@@ -1,11 +1,13 @@
 """Runs one round of a workflow as a durable DBOS workflow: drives the engine, stores each
 event, then broadcasts it.
 
-The database is the record: an event is committed before any viewer sees it. Each event the
-round emits has a deterministic ordinal, and storing is insert-if-absent on it, so a round
-resumed after a crash replays its history without storing or broadcasting it twice. The
-streamed answer is broadcast live from inside its step (with an attempt marker) and stored
-coalesced, a few times a second. A broadcast that fails is only logged.
+The database is the record: an event is committed before any viewer sees it. The events the
+engine yields between two waits on the model, a tool or the user arrive together; they are
+stored together, in one transaction, before the next wait begins, then broadcast. Each event
+the round emits has a deterministic ordinal, and storing is insert-if-absent on it, so a
+round resumed after a crash replays its history without storing or broadcasting it twice.
+The streamed answer is broadcast live from inside its step (with an attempt marker) and
+stored coalesced, a few times a second. A broadcast that fails is only logged.
 """
 
 from __future__ import annotations
@@ -79,7 +81,9 @@ class RoundRunner:
         """Called with each stored event (the command line prints it)."""
         self.ordinal = 0
         """How many events this round has emitted: the key of insert-if-absent."""
-        self.checkpoints = Checkpoints()
+        self.pending: list[recording.Pending] = []
+        """Events emitted since the last wait, not yet stored."""
+        self.checkpoints = Checkpoints(before=self.store)
         self.sender: broadcast.Sender | None = None
         self.deltas: dict[str, DeltaEvent] = {}
         """Streamed text not yet stored, per message key."""
@@ -127,7 +131,8 @@ class RoundRunner:
             ):
                 if isinstance(event, RoundEvent) and event.status != "started":
                     status, reason = outcome(event)
-                await self.emit(event)
+                self.emit(event)
+            await self.store()
         except (asyncio.CancelledError, DBOSWorkflowCancelledError):
             # Decided before any await: a second cancellation may interrupt what follows.
             status, reason = ChatWorkflow.Status.STOPPED, ""  # settle says by whom
@@ -144,7 +149,7 @@ class RoundRunner:
             logger.exception("workflow %s failed", self.workflow_id)
             reason = f"PowerOn failed internally ({type(error).__name__}: {error})."
             crash = ErrorEvent(round=self.round, kind="internal", message=reason)
-            await asyncio.shield(self.emit(crash))
+            self.emit(crash)  # stored by finish()
         finally:
             listener.cancel()
             heartbeat.cancel()
@@ -160,10 +165,14 @@ class RoundRunner:
             self.task.cancel()
 
     async def finish(self, status: str, reason: str, *, settle: bool) -> None:
-        """Record how the round ended (unless it was handed on) and send what is queued."""
+        """Store what the round emitted last, record how it ended (unless it was handed on)
+        and send what is queued."""
         try:
-            if settle:
-                await self.settle(status, reason)
+            try:
+                await self.flush_deltas()  # also when handed on: it happened
+            finally:
+                if settle:
+                    await self.settle(status, reason)
         finally:
             assert self.sender is not None
             await self.sender.close()
@@ -253,20 +262,28 @@ class RoundRunner:
                     self.stop()
                     return
 
-    async def emit(self, event: BaseEvent) -> None:
-        """Store the event once (by its ordinal), then broadcast it. The engine's deltas are
-        dropped: the streaming step already sent and stored the pieces."""
+    def emit(self, event: BaseEvent) -> None:
+        """Queue the event to be stored once (by its ordinal) before the round next waits,
+        then broadcast. The engine's deltas are dropped: the streaming step already sent and
+        stored the pieces."""
         if isinstance(event, DeltaEvent):
             return
-        await self.flush_deltas()
+        self.queue_deltas()
         self.ordinal += 1
-        await self.record(event, ordinal=self.ordinal)
+        self.pending.append((event, self.ordinal))
 
-    async def record(self, event: BaseEvent, *, ordinal: int | None = None) -> None:
-        stored = await database_sync_to_async(recording.record)(
-            self.workflow_id, event, ordinal=ordinal
-        )
-        if stored is not None:  # None: stored before this round was resumed
+    async def record(self, event: BaseEvent) -> None:
+        """Store an event of the host's own now (after what is pending), then broadcast it."""
+        self.pending.append((event, None))
+        await self.store()
+
+    async def store(self) -> None:
+        """Store the pending events in one transaction, then broadcast those newly stored
+        (None: stored before this round was resumed). Called before every wait."""
+        if not self.pending:
+            return
+        batch, self.pending = self.pending, []
+        for stored in await database_sync_to_async(recording.record_many)(self.workflow_id, batch):
             self.publish(stored)
 
     def publish(self, stored: Envelope) -> None:
@@ -298,19 +315,22 @@ class RoundRunner:
         for frame in frames.values():
             self.sender.send(Envelope(workflow=self.workflow_id, seq=None, event=frame))
 
-    async def flush_deltas(self) -> None:
-        """Send what is framed, then store the text streamed since the last flush, one event
-        per message (a viewer that missed a frame gets the text from these)."""
+    def queue_deltas(self) -> None:
+        """Send what is framed, then queue the text streamed since the last flush to be
+        stored, one event per message (a viewer that missed a frame gets the text from
+        these)."""
         self.send_frames()
         self.last_flush = time.monotonic()
         pending, self.deltas = self.deltas, {}
-        for event in pending.values():
-            await self.record(event)
+        self.pending += [(event, None) for event in pending.values()]
+
+    async def flush_deltas(self) -> None:
+        """Store what is streamed and what is pending, now."""
+        self.queue_deltas()
+        await self.store()
 
     async def settle(self, status: str, reason: str) -> None:
-        """Keep what was streamed, close what is open, record the final status (once), tell
-        the viewers."""
-        await self.flush_deltas()
+        """Close what is open, record the final status (once), tell the viewers."""
         for stored in await database_sync_to_async(settle.run_end)(
             self.workflow_id, status, reason
         ):

@@ -55,11 +55,11 @@ def run_end(workflow_id: int, status: str, reason: str = "") -> list[Envelope]:
                 round=workflow.current_round, status=status, reason=reason
             ),
         ]
-        stored = [recording.record(workflow_id, event) for event in closing]
+        stored = recording.record_many(workflow_id, [(event, None) for event in closing])
         ChatWorkflow.objects.filter(pk=workflow_id).update(
             status=status, status_reason=reason[:2000]
         )
-    return [envelope for envelope in stored if envelope is not None]
+    return stored
 
 
 def cut_off_runs(*, older_than_seconds: int | None = None) -> dict[int, list[Envelope]]:

@@ -1,0 +1,148 @@
+"""What the host costs a run: one model client for every run, events stored a step at a time."""
+
+from __future__ import annotations
+
+import pytest
+from channels.db import database_sync_to_async
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from tests.support.replies import extract_step, params, review, stop, taskplan
+from workflows import services
+from workflows.engine.events import PlanEvent, StatusEvent, UsageEvent
+from workflows.engine.schemas import ActionSelection
+from workflows.execution import launcher, recording, setup
+from workflows.live import broadcast
+from workflows.models import ChatWorkflow
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def model(fake_openai, settings):
+    settings.POWERON_LLM_BASE_URL = fake_openai.url
+    settings.POWERON_LLM_API_KEY = "sk-test-not-real"
+    return fake_openai
+
+
+@database_sync_to_async
+def workflow_with_upload(owner):
+    workflow = services.workflow_create(owner=owner)
+    upload = services.document_upload(workflow=workflow, name="n.md", data=b"# Notes\n\nText.")
+    return workflow, upload
+
+
+def policy(body: dict) -> object:
+    """A reply by what is asked (whatever the order of calls): one extract, then stop."""
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+    replies = {
+        "TaskPlan": taskplan("Summarise"),
+        "ActionSelection": extract_step("docList:round1_upload")[0],
+        "ActionParameters": params(),
+        "RefinementDecision": stop(),
+        "TaskReview": review(),
+    }
+    return replies.get(schema, "Done.")
+
+
+async def run_round(owner) -> str | None:
+    workflow, upload = await workflow_with_upload(owner)
+    await launcher.start_round(
+        workflow_id=workflow.pk, user=owner, text="Summarise", document_ids=[upload.pk]
+    )
+    return await launcher.wait_for(workflow.pk)
+
+
+@pytest.mark.usefixtures("durable")
+async def test_two_runs_in_one_process_share_one_model_client(alice, model, monkeypatch):
+    """Every run uses the process's one client, created once and left open between runs."""
+    built = []
+    build_llm = setup.build_llm
+    monkeypatch.setattr(setup, "build_llm", lambda: built.append(build_llm()) or built[-1])
+    model.add(*[policy] * 40)
+    assert await run_round(alice) == ChatWorkflow.Status.COMPLETED
+    asked = len(model.requests)
+    assert await run_round(alice) == ChatWorkflow.Status.COMPLETED
+    assert 0 < asked < len(model.requests)  # both runs called the model
+    first, second = built
+    assert first is not second  # each run its own model (what the server accepts, and so on)
+    assert first.client is second.client
+    assert not first.client.is_closed()
+
+
+@pytest.mark.usefixtures("durable")
+async def test_a_steps_events_are_stored_together_and_sent_after_commit(alice, monkeypatch):
+    """Events emitted between two waits are stored in one transaction, with consecutive
+    seqs; each is broadcast only once its transaction has committed."""
+    log: list[tuple[str, list[int]]] = []
+    record_many, send = recording.record_many, broadcast.broadcast
+
+    def logged_record_many(workflow_id, events):
+        stored = record_many(workflow_id, events)
+        seqs = [envelope.seq for envelope in stored]
+        transaction.on_commit(lambda: log.append(("committed", seqs)))  # at once if committed
+        return stored
+
+    async def logged_broadcast(envelope):
+        if envelope.seq is not None:
+            log.append(("sent", [envelope.seq]))
+        return await send(envelope)
+
+    monkeypatch.setattr(recording, "record_many", logged_record_many)
+    monkeypatch.setattr(broadcast, "broadcast", logged_broadcast)
+    assert await run_round(alice) == ChatWorkflow.Status.COMPLETED  # the demo model
+
+    committed = {1}  # the user's message, stored with its round (round_open) before any run
+    batches = []
+    for what, seqs in log:
+        if what == "committed":
+            assert seqs == list(range(seqs[0], seqs[0] + len(seqs))) if seqs else True
+            committed.update(seqs)
+            batches.append(seqs)
+        else:
+            assert seqs[0] in committed, f"event {seqs[0]} sent before it was committed"
+    workflow = await ChatWorkflow.objects.aget(owner=alice)
+    types = {
+        seq: kind async for seq, kind in workflow.events.values_list("seq", "type").order_by("seq")
+    }
+    assert sorted(committed) == list(types)
+    assert len(batches) < len(committed) / 2  # events that arrive together are stored together
+    kinds = [[types[seq] for seq in batch] for batch in batches]
+    # A model call's cost and what it led to are stored in one transaction.
+    assert any(len(batch) > 1 and batch[0] == "usage" for batch in kinds)
+
+
+def events(round: int, *ordinals: int):
+    return [
+        (StatusEvent(round=round, code="info", reason=f"n{ordinal}"), ordinal)
+        for ordinal in ordinals
+    ]
+
+
+def test_a_batch_is_stored_in_four_statements_with_one_seq_each(alice):
+    """However many events a batch holds: begin, claim the seqs, insert, commit."""
+    workflow = services.workflow_create(owner=alice)
+    step = {"round": 1, "task": 1, "action": 1}
+    batch = [
+        (UsageEvent(**step, kind="select", prompt_tokens=10, completion_tokens=2), 1),
+        (PlanEvent(**step, step=1, selection=ActionSelection(action="web.search")), 2),
+        (StatusEvent(**step, code="info", reason="x"), 3),
+    ]
+    with CaptureQueriesContext(connection) as queries:
+        stored = recording.record_many(workflow.pk, batch)
+    assert len(queries) <= 4
+    assert [envelope.seq for envelope in stored] == [1, 2, 3]
+    assert stored[0].event.workflowTokens == 12
+    workflow.refresh_from_db()
+    assert (workflow.last_seq, workflow.current_task, workflow.total_tokens) == (3, 1, 12)
+
+
+def test_a_replayed_batch_stores_only_what_is_new(alice):
+    """A resumed round replays its events: those stored already are skipped, the rest get
+    the next seqs."""
+    workflow = services.workflow_create(owner=alice)
+    assert [e.seq for e in recording.record_many(workflow.pk, events(1, 1, 2))] == [1, 2]
+    assert recording.record_many(workflow.pk, events(1, 1, 2)) == []
+    replayed = recording.record_many(workflow.pk, events(1, 2, 3, 4))
+    assert [(e.seq, e.event.reason) for e in replayed] == [(3, "n3"), (4, "n4")]
+    assert [e.seq for e in recording.record_many(workflow.pk, events(2, 1))] == [5]
