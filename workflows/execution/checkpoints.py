@@ -1,6 +1,7 @@
-"""The engine's protocols made durable: each model call, tool action and document write is a
-DBOS step whose JSON result is checkpointed, so a recovered round replays what was done and
-repeats only the step that was cut off.
+"""The engine's protocols made durable: each model call and tool action is a DBOS step whose
+JSON result is checkpointed, so a recovered round replays what was done and repeats only the
+step that was cut off. A document write needs no checkpoint of its own: it is keyed by its
+place in the round, so writing it again finds the document stored the first time.
 
 Replay must be deterministic, so everything the loop branches on comes from recorded values:
 the clock is the time the recorded steps took, the documents index grows by recorded saves,
@@ -188,9 +189,9 @@ class DurableTools:
 
 
 class DurableStore:
-    """The workflow's documents: the index is recorded at the start and grows by recorded
-    saves; a document is written once per (round, task, action, position), even when its
-    step runs again after a crash."""
+    """The workflow's documents: the index is recorded at the start and grows by the saves; a
+    document is written once per (round, task, action, position), even when a resumed round
+    saves it again."""
 
     def __init__(self, workflow: ChatWorkflow, checkpoints: Checkpoints) -> None:
         self.workflow = workflow
@@ -225,7 +226,9 @@ class DurableStore:
     async def save(
         self, document: ProducedDocument, *, label: str, round: int, task: int, action: int
     ) -> DocumentRef:
-        """Store a produced document once and add it to the index."""
+        """Store a produced document once and add it to the index. Not a step: the write is
+        idempotent by its key, so a replay reads back the document (and id) of the first run,
+        and a checkpoint would only add a few milliseconds per document."""
         where = (round, task, action)
         self._saved[where] = position = self._saved.get(where, 0) + 1
         key = f"{round}:{task}:{action}:{position}"
@@ -246,7 +249,7 @@ class DurableStore:
             )
             return stored.as_ref().model_dump(mode="json")
 
-        ref = DocumentRef.model_validate(await self._checkpoints.step("documents.save", write))
+        ref = DocumentRef.model_validate(await write())
         self._refs.append(ref)
         return ref
 
