@@ -609,3 +609,18 @@ async def test_a_first_action_that_breaks_stage_one_rules_is_said_and_chosen_aga
         error.message
     )
     assert [p.selection.action for p in of(events, "plan")] == ["web.search"]
+
+
+async def test_a_task_plan_whose_first_action_carries_parameter_values_is_rejected() -> None:
+    """The first action in the task plan keeps Stage 1's rule: no parameter values; the
+    corrective retry follows."""
+    with_values = {**select(), "parameters": {"query": "PowerOn"}}
+    llm = ScriptedLLM(
+        [taskplan("t", first=with_values), taskplan("t", first=select()), params(query="a"),
+         stop(), "ok"]
+    )  # fmt: skip
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    error = of(events, "error")[0]
+    assert error.retrying and "must not include `parameters`" in error.message
+    assert [c.kind for c in llm.calls] == ["taskplan", "taskplan", "parameters", "refine", "final"]
