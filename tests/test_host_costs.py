@@ -146,3 +146,22 @@ def test_a_replayed_batch_stores_only_what_is_new(alice):
     replayed = recording.record_many(workflow.pk, events(1, 2, 3, 4))
     assert [(e.seq, e.event.reason) for e in replayed] == [(3, "n3"), (4, "n4")]
     assert [e.seq for e in recording.record_many(workflow.pk, events(2, 1))] == [5]
+
+
+async def test_the_model_client_is_created_at_start_up_not_by_the_first_run(model, monkeypatch):
+    """A process that runs rounds creates its client when it starts; runs only reuse it."""
+    from workflows.engine import llm
+
+    created = []
+
+    class Counted(llm.AsyncOpenAI):
+        def __init__(self, **options):
+            created.append(options["base_url"])
+            super().__init__(**options)
+
+    monkeypatch.setattr(llm, "AsyncOpenAI", Counted)
+    await setup.warm_up()
+    assert created == [model.url]
+    setup.build_llm()
+    setup.build_llm()
+    assert created == [model.url]

@@ -205,6 +205,7 @@ def shared_client(
         client = shared.clients[key] = AsyncOpenAI(
             base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=max_retries
         )
+        client.chat.completions  # noqa: B018  (imports its resources now, not on the first call)
     return client
 
 

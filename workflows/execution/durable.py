@@ -114,7 +114,7 @@ def launch_with_daphne() -> None:
 
     async def start() -> None:
         if runs_rounds:
-            setup.warm_up()  # the model's client, in the loop the rounds run in
+            await setup.warm_up()  # the model's client, in the loop the rounds run in
         await launch(queues=None if runs_rounds else [])
         await watch_for_dead_executors()
 

@@ -59,17 +59,25 @@ def build_llm() -> LLM:
 
 
 def preload() -> None:
-    """Import what every round needs, the model client among it, so the first round does
-    not (the rare parsers of a few tools stay imported where they are used)."""
+    """Import what every round needs, the model client among it, and compile the templates
+    its events are rendered with, so the first round does not (the rare parsers of a few
+    tools stay imported where they are used)."""
     from workflows.engine import llm, round  # noqa: F401
+    from workflows.live import rendering
     from workflows.tools import registry  # noqa: F401
 
+    rendering.preload()
 
-def warm_up() -> None:
+
+async def warm_up() -> None:
     """At process start, in the loop that will run rounds: preload, and create the model's
     shared client, so the first run pays for neither."""
     preload()
-    build_llm()
+    if model_configured():
+        import anyio
+
+        build_llm()
+        await anyio.sleep(0)  # loads the async backend the client's first request would load
 
 
 def model_advice() -> dict[str, str]:

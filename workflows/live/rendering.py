@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
-from django.template.loader import render_to_string
+from django.template.loader import get_template, render_to_string
+from django.urls import reverse
+from django.utils.formats import number_format
 from django.utils.safestring import mark_safe
 
-from workflows.contract import Envelope, NoticeEvent, RunEvent
+from workflows.contract import EVENT_TYPES, Envelope, NoticeEvent, RunEvent
 from workflows.engine.events import (
     ActEvent,
     ActionPlanEvent,
@@ -44,6 +46,15 @@ CHART_FULL_TOKENS = 8_000
 def template_for(event_type: str) -> str:
     """The fragment template of an event type."""
     return f"workflows/events/{event_type}.html"
+
+
+def preload() -> None:
+    """Compile every event's template, with the tag libraries it loads, and load the URL
+    patterns and number formats they use: at start-up, not while the first round renders."""
+    for event_type in EVENT_TYPES:
+        get_template(template_for(event_type))
+    reverse("workflows:document", args=[1, 1])
+    number_format(1.5)
 
 
 def render_event(envelope: Envelope) -> str:

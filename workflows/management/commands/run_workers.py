@@ -51,7 +51,7 @@ class Command(BaseCommand):
             for envelope in stored:
                 await broadcast.broadcast(envelope)
         assert runner.round_workflow  # registered before DBOS launches
-        setup.warm_up()  # the first round neither imports the model client nor creates it
+        await setup.warm_up()  # the first round neither imports the model client nor creates it
         await durable.launch(queues=[durable.ROUNDS_QUEUE], executor_id=name)
         watchdog = asyncio.create_task(durable.watch_for_dead_executors())
         stopping = asyncio.Event()

@@ -75,7 +75,7 @@ class Command(BaseCommand):
     async def run_round(self, workflow_id: int, round: int, message_id: int) -> str:
         """Run the round durably in this process (its own executor: a run cut off here is
         taken over by the app after POWERON_FAILOVER_SECONDS)."""
-        setup.warm_up()
+        await setup.warm_up()
         await durable.launch(queues=[], executor_id=f"cli-{socket.gethostname()}-{os.getpid()}")
         try:
             handle = await start(workflow_id, round, message_id, queued=False)
