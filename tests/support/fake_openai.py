@@ -302,6 +302,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # Headers and body go out in separate writes: without this, Nagle's algorithm holds
+        # the body back until the client's delayed ACK, 40 ms a call (real servers set it).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.server.owner._lock:
             self.server.owner._connections.add(self.connection)
 
