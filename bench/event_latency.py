@@ -92,13 +92,20 @@ def stamp_commits() -> None:
     from workflows.execution import recording
 
     committed: dict[tuple[int, int | None], float] = {}
-    record, as_json = recording.record, Envelope.as_json
+    record, record_many, as_json = recording.record, recording.record_many, Envelope.as_json
 
     def stamped_record(*args: Any, **kwargs: Any) -> Envelope | None:
         envelope = record(*args, **kwargs)
         if envelope is not None:
             committed[(envelope.workflow, envelope.seq)] = time.time()
         return envelope
+
+    def stamped_record_many(*args: Any, **kwargs: Any) -> list[Envelope]:
+        envelopes = record_many(*args, **kwargs)
+        now = time.time()
+        for envelope in envelopes:
+            committed[(envelope.workflow, envelope.seq)] = now
+        return envelopes
 
     def stamped_json(envelope: Envelope) -> dict[str, Any]:
         data = as_json(envelope)
@@ -107,6 +114,7 @@ def stamp_commits() -> None:
         return data
 
     recording.record = stamped_record  # type: ignore[assignment]
+    recording.record_many = stamped_record_many  # type: ignore[assignment]
     Envelope.as_json = stamped_json  # type: ignore[method-assign]
 
 
