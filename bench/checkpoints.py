@@ -26,6 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+STEPS = 5
+"""Actions of the scripted round whose recorded steps are counted."""
 
 
 def setup_django(var_dir: str) -> None:
@@ -87,12 +89,12 @@ async def steps_of_a_round(var_dir: str) -> tuple[int, int]:
     from django.conf import settings
     from django.contrib.auth import get_user_model
 
-    from bench.host_overhead import PROMPT, STEPS, script
+    from bench.host_overhead import PROMPT, PolicyLLM
     from workflows import services
-    from workflows.engine.testing import FakeToolExecutor, ScriptedLLM
+    from workflows.engine.testing import FakeToolExecutor
     from workflows.execution import durable, runner, setup
 
-    setup.build_llm = lambda: ScriptedLLM(script())
+    setup.build_llm = lambda: PolicyLLM(STEPS)
     setup.build_tools = lambda **_: FakeToolExecutor()
     settings.POWERON_DBOS_DATABASE_URL = f"sqlite:///{var_dir}/round.sqlite"
 
@@ -160,7 +162,7 @@ async def main(args: argparse.Namespace, var_dir: str) -> None:
     per_iteration = (recorded - 6) / iterations  # begin, prepare, index, plan, review, answer
     print(
         f"\na scripted {iterations}-action React round records {recorded} steps "
-        f"({per_iteration:.1f} per loop iteration: model calls, tool, document writes, clock)"
+        f"({per_iteration:.1f} per loop iteration: model calls, the tool, the steering check)"
     )
     for name, values in samples.items():
         cost = statistics.median(values) * per_iteration

@@ -1,72 +1,96 @@
-"""Host overhead per loop iteration: the bare engine against the real runner path.
+"""Host overhead per loop iteration: the bare engine, the durable runner on SQLite and on
+PostgreSQL, and LangGraph's prebuilt ReAct agent with and without its SQLite checkpointer.
 
-The same scripted React round (five actions, ScriptedLLM and FakeToolExecutor, no model
-latency) runs (a) through run_round alone, collecting the typed events in memory, and
-(b) as a durable round (a DBOS workflow whose model calls, actions and document writes are
-checkpointed on SQLite), which stores each event with recording.record on SQLite (WAL, a
-temporary POWERON_VAR_DIR), keeps produced documents under MEDIA_ROOT, and broadcasts it on
-the in-memory channel layer to one draining viewer. Runs alternate,
-so noise on the shared machine hits both alike. Prints medians and p90s, never asserts.
+The same scripted React task of N actions (N = 10 and 100; a policy model with zero latency
+answering each call by its kind, fake tools) runs (a) through `run_round` alone, events kept
+in memory, and (b) as a durable round in a child process per database: a DBOS workflow whose
+model calls, actions and document writes are checkpointed, every event stored (SQLite in WAL
+mode, or a temporary PostgreSQL database on 127.0.0.1:5432 that also holds the checkpoints),
+documents under MEDIA_ROOT, events broadcast on the in-memory layer to one draining viewer.
+LangGraph's `create_react_agent` runs N iterations (one model call and one trivial tool call
+each) over a scripted chat model, with no checkpointer, `SqliteSaver` and `AsyncSqliteSaver`.
+Runs are interleaved (every system once per repetition, order rotated). Prints medians, p90s,
+ratios, where the runner's time goes, and one verdict line per goal; never asserts.
 
-    .venv/bin/python bench/host_overhead.py [--quick] [--runs N]
+    .venv/bin/python bench/host_overhead.py [--quick] [--runs N] [--sizes 10,100] [--no-postgres]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import uuid
+import warnings
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from tests.support.replies import cont, params, review, select, stop, taskplan  # noqa: E402
 from workflows.engine.controls import AutoControls  # noqa: E402
 from workflows.engine.round import run_round  # noqa: E402
-from workflows.engine.state import RoundState  # noqa: E402
+from workflows.engine.state import Budgets, RoundState  # noqa: E402
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM  # noqa: E402
 
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PROMPT = "Write a short market overview of European heat pumps."
 ANSWER = " ".join(["The European heat pump market grew in 2024; the report has the details."] * 4)
-# (action, parameter fields, input documents, parameter values): five steps of one task.
-ACTIONS: list[tuple[str, list[str], list[str], dict[str, Any]]] = [
-    ("web.search", ["query"], [], {"query": "European heat pump market 2024"}),
-    ("web.scrape", ["query"], [], {"query": "heat pump vendors Europe"}),
-    (
-        "ai.process",
-        ["aiPrompt"],
-        ["docList:round1_task1_action2_pages"],
-        {"aiPrompt": "Summarise market size, vendors and prices."},
-    ),
-    ("document.extract", [], ["docList:round1_task1_action3_processed"], {}),
-    (
-        "document.generateReport",
-        ["title"],
-        ["docList:round1_task1_action4_extract"],
-        {"title": "European heat pumps 2024"},
-    ),
+# One cycle of five actions (action, parameter fields, label of the previous action's
+# documents it reads, parameter values); a task of N actions repeats it.
+CYCLE: list[tuple[str, list[str], str, dict[str, Any]]] = [
+    ("web.search", ["query"], "", {"query": "European heat pump market 2024"}),
+    ("web.scrape", ["query"], "", {"query": "heat pump vendors Europe"}),
+    ("ai.process", ["aiPrompt"], "pages", {"aiPrompt": "Summarise vendors and prices."}),
+    ("document.extract", [], "processed", {}),
+    ("document.generateReport", ["title"], "extract", {"title": "European heat pumps 2024"}),
 ]
-STEPS = len(ACTIONS)
 
 
-def script() -> list:
-    """The model's replies for one round: plan, five select/parameters/refine steps, answer."""
-    replies: list = [taskplan(PROMPT, task_type="research")]
-    for number, (action, fields, docs, values) in enumerate(ACTIONS, start=1):
-        schema = {"fields": [{"name": f, "type": "string"} for f in fields]}
-        replies += [
-            select(action, requiredInputDocuments=docs, parametersSchema=schema),
-            params(**values),
-            stop() if number == STEPS else cont(),
-        ]
-    return [*replies, review(), ANSWER]
+class PolicyLLM(ScriptedLLM):
+    """Answers each call by its kind, for a task of `steps` actions: the plan, each action
+    (the next one proposed by refine, as the engine asks), parameters, stop after the last."""
+
+    label = "policy model"
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.steps = steps
+        self.proposed = 0
+
+    def _next(self, messages: Sequence[Any], kind: str, output: str | None) -> str:
+        self.replies.append(self.reply(kind))
+        return super()._next(messages, kind, output)
+
+    def reply(self, kind: str) -> Any:
+        match kind:
+            case "taskplan":
+                return taskplan(PROMPT, task_type="research")
+            case "select":
+                return self.propose()
+            case "parameters":
+                return params(**CYCLE[(self.proposed - 1) % len(CYCLE)][3])
+            case "refine":
+                return cont(next=self.propose()) if self.proposed < self.steps else stop()
+            case "review":
+                return review()
+        return ANSWER
+
+    def propose(self) -> dict[str, Any]:
+        self.proposed += 1
+        action, fields, reads, _ = CYCLE[(self.proposed - 1) % len(CYCLE)]
+        documents = [f"docList:round1_task1_action{self.proposed - 1}_{reads}"] if reads else []
+        schema = {"fields": [{"name": f, "type": "string", "required": True} for f in fields]}
+        return select(action, requiredInputDocuments=documents, parametersSchema=schema)
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -75,89 +99,231 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
-async def bare_round() -> tuple[float, int, int]:
-    """One round through the engine alone: seconds, events yielded, of which token deltas."""
-    llm = ScriptedLLM(script())
-    state = RoundState(round=1, prompt=PROMPT, max_steps=STEPS)
-    events = []
+# --- (a) the bare engine and LangGraph, in this process ---------------------------------------
+
+
+async def bare_round(steps: int) -> dict[str, Any]:
+    """One round through the engine alone."""
+    llm = PolicyLLM(steps)
+    state = RoundState(
+        round=1,
+        prompt=PROMPT,
+        max_steps=steps,
+        budgets=Budgets(tokens=None, seconds=None),
+    )
+    tools, events = FakeToolExecutor(), []
     started = time.perf_counter()
     async for event in run_round(
-        state, llm=llm, tools=FakeToolExecutor(), store=MemoryStore(), controls=AutoControls()
+        state, llm=llm, tools=tools, store=MemoryStore(), controls=AutoControls()
     ):
         events.append(event)
-    elapsed = time.perf_counter() - started
-    llm.assert_complete()
-    return elapsed, len(events), sum(event.type == "delta" for event in events)
+    seconds = time.perf_counter() - started
+    assert len(tools.calls) == steps and events[-1].status == "completed", events[-1]
+    return {"seconds": seconds, "events": len(events), "calls": len(llm.calls)}
+
+
+class LangGraph:
+    """LangGraph's prebuilt ReAct agent over a scripted chat model and one trivial tool."""
+
+    def __init__(self, steps: int, directory: str) -> None:
+        warnings.filterwarnings("ignore", message="create_react_agent has been moved")
+        from langchain_core.language_models.chat_models import BaseChatModel
+        from langchain_core.messages import AIMessage
+        from langchain_core.outputs import ChatGeneration, ChatResult
+        from langchain_core.tools import tool
+        from langgraph.prebuilt import create_react_agent
+
+        @tool
+        def lookup(query: str) -> str:
+            """Look something up."""
+            return f"Found: {query}."
+
+        class Scripted(BaseChatModel):
+            """A tool call per turn until `steps` were made, then the answer; no latency."""
+
+            @property
+            def _llm_type(self) -> str:
+                return "scripted"
+
+            def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+                return self
+
+            def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw):
+                done = sum(message.type == "ai" for message in messages)
+                if done < steps:
+                    call = {"name": "lookup", "args": {"query": f"q{done}"}, "id": f"c{done}"}
+                    message = AIMessage(content="", tool_calls=[call])
+                else:
+                    message = AIMessage(content=ANSWER)
+                return ChatResult(generations=[ChatGeneration(message=message)])
+
+            async def _agenerate(self, *args: Any, **kwargs: Any):
+                return self._generate(*args, **kwargs)
+
+        self.steps = steps
+        self.limit = {"recursion_limit": 2 * steps + 10}
+        self.agent = create_react_agent(Scripted(), [lookup])
+        self.path = str(Path(directory) / f"langgraph-{steps}.sqlite")
+        self.make = lambda saver: create_react_agent(Scripted(), [lookup], checkpointer=saver)
+
+    def config(self) -> dict[str, Any]:
+        return {"configurable": {"thread_id": uuid.uuid4().hex}, **self.limit}
+
+    def check(self, result: dict[str, Any]) -> None:
+        assert len(result["messages"]) == 2 * self.steps + 2, len(result["messages"])
+
+    async def bare(self) -> dict[str, Any]:
+        started = time.perf_counter()
+        self.check(await self.agent.ainvoke({"messages": [("user", PROMPT)]}, self.config()))
+        return {"seconds": time.perf_counter() - started}
+
+    async def async_sqlite(self) -> dict[str, Any]:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        async with AsyncSqliteSaver.from_conn_string(self.path) as saver:
+            agent = self.make(saver)
+            started = time.perf_counter()
+            self.check(await agent.ainvoke({"messages": [("user", PROMPT)]}, self.config()))
+            return {"seconds": time.perf_counter() - started}
+
+    async def sqlite(self) -> dict[str, Any]:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        with SqliteSaver.from_conn_string(self.path) as saver:
+            agent = self.make(saver)
+            started = time.perf_counter()
+            self.check(agent.invoke({"messages": [("user", PROMPT)]}, self.config()))
+            return {"seconds": time.perf_counter() - started}
+
+
+# --- (b) the durable runner, in a child process per database ----------------------------------
 
 
 class Timings:
-    """Wall-clock samples of the host's steps, collected by wrapping its functions."""
+    """Time and count what the runner spends: storing batches, DBOS operations."""
 
     def __init__(self) -> None:
-        self.samples: dict[str, list[float]] = {"record": [], "broadcast": [], "emit": []}
+        self.reset()
 
-    def wrap_sync(self, name: str, function: Callable[..., Any]) -> Callable[..., Any]:
-        def timed(*args: Any, **kwargs: Any) -> Any:
+    def reset(self) -> None:
+        self.seconds: dict[str, float] = {"store": 0.0, "dbos": 0.0, "inside": 0.0}
+        self.counts: dict[str, int] = {"batches": 0, "steps": 0, "recv": 0}
+
+    def install(self) -> None:
+        from dbos import DBOS
+
+        from workflows.execution import recording
+        from workflows.execution.runner import RoundRunner
+
+        # The runner stores pending events with `store` and `record_many`; a runner before
+        # batching (to compare with) stored each event with `record` and `recording.record`.
+        storing = "store" if hasattr(RoundRunner, "store") else "record"
+        writing = "record_many" if hasattr(recording, "record_many") else "record"
+        store, write = getattr(RoundRunner, storing), getattr(recording, writing)
+        step, recv = DBOS.run_step_async, DBOS.recv_async
+
+        async def timed_store(*args: Any, **kwargs: Any) -> None:
             started = time.perf_counter()
             try:
-                return function(*args, **kwargs)
+                await store(*args, **kwargs)
             finally:
-                self.samples[name].append(time.perf_counter() - started)
+                self.seconds["store"] += time.perf_counter() - started
 
-        return timed
+        def counted_write(*args: Any, **kwargs: Any) -> Any:
+            self.counts["batches"] += 1
+            return write(*args, **kwargs)
 
-    def wrap_async(self, name: str, function: Callable[..., Any], skip=None) -> Callable[..., Any]:
-        async def timed(*args: Any, **kwargs: Any) -> Any:
+        async def timed_step(options: Any, call: Callable[[], Awaitable[Any]]) -> Any:
+            async def inside() -> Any:
+                begun = time.perf_counter()
+                try:
+                    return await call()
+                finally:
+                    self.seconds["inside"] += time.perf_counter() - begun
+
+            self.counts["steps"] += 1
             started = time.perf_counter()
             try:
-                return await function(*args, **kwargs)
+                return await step(options, inside)
             finally:
-                if skip is None or not skip(*args, **kwargs):
-                    self.samples[name].append(time.perf_counter() - started)
+                self.seconds["dbos"] += time.perf_counter() - started
 
-        return timed
+        async def timed_recv(*args: Any, **kwargs: Any) -> Any:
+            self.counts["recv"] += 1
+            started = time.perf_counter()
+            try:
+                return await recv(*args, **kwargs)
+            finally:
+                self.seconds["dbos"] += time.perf_counter() - started
+
+        setattr(RoundRunner, storing, timed_store)
+        setattr(recording, writing, counted_write)
+        DBOS.run_step_async = timed_step  # type: ignore[method-assign]
+        DBOS.recv_async = timed_recv  # type: ignore[method-assign]
 
 
-def django_setup(var_dir: str) -> None:
-    """Point the project at a temporary directory (SQLite in WAL mode) and migrate it."""
+def child(database_url: str) -> None:
+    """Serve rounds on stdin/stdout: {"steps": N} in, the measurement out, one JSON a line."""
+    var_dir = tempfile.mkdtemp(prefix="poweron-bench-")
     for name in ("DATABASE_URL", "REDIS_URL", "MEDIA_ROOT", "POWERON_LLM_BASE_URL"):
         os.environ.pop(name, None)
+    if database_url:
+        os.environ["DATABASE_URL"] = database_url
     os.environ.update(
-        POWERON_VAR_DIR=var_dir, DJANGO_SETTINGS_MODULE="poweron.settings", LOG_LEVEL="WARNING"
+        POWERON_VAR_DIR=var_dir,
+        DJANGO_SETTINGS_MODULE="poweron.settings",
+        LOG_LEVEL="WARNING",
+        POWERON_TOKEN_BUDGET="0",
+        POWERON_TIME_BUDGET="0",
     )
+    try:
+        asyncio.run(serve())
+    finally:
+        shutil.rmtree(var_dir, ignore_errors=True)
+
+
+async def serve() -> None:
     import django
+    from channels.db import database_sync_to_async
     from django.core.management import call_command
 
     django.setup()
-    call_command("migrate", verbosity=0)
+    await database_sync_to_async(call_command)("migrate", verbosity=0)
+    from dbos import DBOS
+    from django.contrib.auth import get_user_model
 
+    from workflows.execution import durable, setup
 
-def patch_host(timings: Timings) -> None:
-    """Give every run the scripted model and fake tools, and time the host's steps."""
-    from workflows.execution import recording, setup
-    from workflows.execution.runner import RoundRunner
-    from workflows.live import broadcast
-
-    setup.build_llm = lambda: ScriptedLLM(script())
+    steps = {"n": 0}
+    setup.build_llm = lambda: PolicyLLM(steps["n"])
     setup.build_tools = lambda **_: FakeToolExecutor()
-    recording.record = timings.wrap_sync("record", recording.record)
-    broadcast.broadcast = timings.wrap_async("broadcast", broadcast.broadcast)
-    RoundRunner.emit = timings.wrap_async(  # type: ignore[method-assign]
-        "emit", RoundRunner.emit, skip=lambda run, event: event.type == "delta"
-    )
+    timings = Timings()
+    timings.install()
+    owner = await get_user_model().objects.acreate(username="bench")
+    await durable.launch()
+    print(json.dumps({"ready": True}), flush=True)
+    loop = asyncio.get_running_loop()
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        steps["n"] = json.loads(line)["steps"]
+        timings.reset()
+        result = await runner_round(owner, steps["n"])
+        print(json.dumps({**result, **timings.seconds, **timings.counts}), flush=True)
+    DBOS.destroy()
 
 
-async def runner_round(owner: Any) -> tuple[float, int, int]:
-    """One round through RoundRunner, watched by one viewer: seconds, stored, received."""
+async def runner_round(owner: Any, steps: int) -> dict[str, Any]:
+    """One durable round, watched by one viewer on the in-memory layer."""
     from channels.db import database_sync_to_async
     from channels.layers import get_channel_layer
 
     from workflows import services
     from workflows.execution import runner
     from workflows.live import broadcast
+    from workflows.models import ChatWorkflow
 
     def open_round():
-        workflow = services.workflow_create(owner=owner, title="bench", max_steps=STEPS)
+        workflow = services.workflow_create(owner=owner, title="bench")
+        ChatWorkflow.objects.filter(pk=workflow.pk).update(max_steps=steps)
         return services.round_open(
             workflow_id=workflow.pk, owner=owner, text=PROMPT, document_ids=[]
         )
@@ -166,115 +332,220 @@ async def runner_round(owner: Any) -> tuple[float, int, int]:
     layer = get_channel_layer()
     channel = await layer.new_channel()
     await layer.group_add(broadcast.viewers_group(workflow.pk), channel)
-    received: list[dict[str, Any]] = []
+    received = 0
 
     async def drain() -> None:
+        nonlocal received
         while True:
-            received.append(await layer.receive(channel))
+            await layer.receive(channel)
+            received += 1
 
     viewer = asyncio.create_task(drain())
     started = time.perf_counter()
     handle = await runner.start(workflow.pk, message.round, message.pk, queued=False)
     status = await handle.get_result(polling_interval_sec=0.005)
-    elapsed = time.perf_counter() - started
+    seconds = time.perf_counter() - started
     await asyncio.sleep(0)  # let the viewer take the last event
     viewer.cancel()
     await layer.group_discard(broadcast.viewers_group(workflow.pk), channel)
     assert status == "completed", status
     stored = await workflow.events.acount()
-    return elapsed, stored, len(received)
+    return {"seconds": seconds, "stored": stored, "received": received}
 
 
-async def measure(runs: int, warmup: int) -> None:
-    from dbos import DBOS
-    from django.contrib.auth import get_user_model
-    from django.db import connection
+class Child:
+    """A child process running durable rounds on one database."""
 
-    from workflows.execution import durable
+    def __init__(self, database_url: str) -> None:
+        command = [sys.executable, __file__, "--child", database_url]
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
+        )
+        assert json.loads(self.read())["ready"]
 
-    timings = Timings()
-    patch_host(timings)
-    owner = await get_user_model().objects.acreate(username="bench")
-    await durable.launch()  # the runner path is a durable workflow: checkpoints included
+    def read(self) -> str:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the child exited with {self.process.wait()}")
+        return line
 
-    def journal_mode() -> str:
-        with connection.cursor() as cursor:
-            return cursor.execute("PRAGMA journal_mode").fetchone()[0]
+    async def round(self, steps: int) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"steps": steps}) + "\n")
+        self.process.stdin.flush()
+        return json.loads(await asyncio.to_thread(self.read))
 
-    from channels.db import database_sync_to_async
-
-    mode = await database_sync_to_async(journal_mode)()
-    bare: list[float] = []
-    host: list[float] = []
-    counts = (0, 0, 0, 0)
-    for index in range(warmup + runs):
-        if index == warmup:
-            for samples in timings.samples.values():
-                samples.clear()
-        seconds, events, deltas = await bare_round()
-        host_seconds, stored, received = await runner_round(owner)
-        if index >= warmup:
-            bare.append(seconds)
-            host.append(host_seconds)
-            counts = (events, deltas, stored, received)
-    DBOS.destroy()
-    report(bare, host, counts, timings, runs=runs, mode=mode)
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
 
 
-def report(
-    bare: list[float],
-    host: list[float],
-    counts: tuple[int, int, int, int],
-    timings: Timings,
-    *,
-    runs: int,
-    mode: str,
-) -> None:
-    events, deltas, stored, received = counts
-    ms = 1000 / STEPS
-    bare_med, host_med = statistics.median(bare) * ms, statistics.median(host) * ms
+def postgres_database() -> str | None:
+    """A fresh database on the local PostgreSQL, or None when it does not answer."""
+    try:
+        import psycopg
+
+        name = f"poweron_bench_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        return name
+    except Exception as error:  # no server: its rows are left out
+        print(f"(PostgreSQL left out: it did not answer on 127.0.0.1:5432: {error})")
+        return None
+
+
+def drop_postgres(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# --- measuring and reporting --------------------------------------------------------------------
+
+SYSTEMS = {
+    "bare": "PowerOn engine, bare",
+    "sqlite": "PowerOn runner, SQLite",
+    "postgres": "PowerOn runner, PostgreSQL",
+    "lg_bare": "LangGraph agent, no checkpointer",
+    "lg_sqlite": "LangGraph + SqliteSaver",
+    "lg_async": "LangGraph + AsyncSqliteSaver",
+}
+
+
+async def measure(sizes: list[int], runs: int, postgres: str | None, directory: str) -> None:
+    children = {"sqlite": Child("")}
+    if postgres:
+        children["postgres"] = Child(f"postgres://postgres@127.0.0.1:5432/{postgres}")
+    results: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    try:
+        for size in sizes:
+            graph = LangGraph(size, directory)
+            calls: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {
+                "bare": lambda size=size: bare_round(size),
+                **{name: (lambda c=c, size=size: c.round(size)) for name, c in children.items()},
+                "lg_bare": graph.bare,
+                "lg_sqlite": graph.sqlite,
+                "lg_async": graph.async_sqlite,
+            }
+            names = list(calls)
+            for rep in range(runs + 1):  # the first repetition warms up
+                turn = names[rep % len(names) :] + names[: rep % len(names)]
+                for name in turn:
+                    result = await calls[name]()
+                    if rep:
+                        results.setdefault((name, size), []).append(result)
+    finally:
+        for each in children.values():
+            each.close()
+    report(sizes, runs, results)
+
+
+def per_iteration(results: list[dict[str, Any]], size: int) -> list[float]:
+    return [result["seconds"] * 1000 / size for result in results]
+
+
+def report(sizes: list[int], runs: int, results: dict[tuple[str, int], list[dict]]) -> None:
+    systems = [name for name in SYSTEMS if (name, sizes[0]) in results]
     print(
-        f"host overhead per loop iteration: {STEPS}-action React round, zero model latency, "
-        f"{runs} runs each (alternating), SQLite journal_mode={mode}, in-memory channel layer"
-    )
-    print(
-        f"engine yields {events} events per round ({deltas} token deltas); the runner stores "
-        f"{stored} (deltas coalesced; user message and final status added), broadcasts {received}"
+        f"host overhead per loop iteration: a React task of N actions, zero model latency, "
+        f"{runs} runs of each system and size, interleaved (ms per iteration = round / N)"
     )
     print()
-    print(f"{'per iteration (round / actions)':<36}{'median ms':>11}{'p90 ms':>9}{'ratio':>8}")
-    print(f"{'(a) bare engine':<36}{bare_med:>11.2f}{quantile(bare, 0.9) * ms:>9.2f}{1:>8.2f}")
-    ratio = host_med / bare_med
-    print(f"{'(b) runner path':<36}{host_med:>11.2f}{quantile(host, 0.9) * ms:>9.2f}{ratio:>8.2f}")
-    overhead = [(h - b) * ms for h, b in zip(host, bare, strict=True)]
-    print(f"{'host overhead (b - a)':<36}{statistics.median(overhead):>11.2f}")
-    per_event = statistics.median((h - b) * 1000 / stored for h, b in zip(host, bare, strict=True))
-    print(f"{'  of which per stored event':<36}{per_event:>11.2f}")
+    header = f"{'system':<34}" + "".join(f"{f'N={n} med':>11}{'p90':>8}" for n in sizes)
+    print(header + f"{'100 vs 10':>11}" * (10 in sizes and 100 in sizes))
+    medians: dict[tuple[str, int], float] = {}
+    for name in systems:
+        line = f"{SYSTEMS[name]:<34}"
+        for size in sizes:
+            values = per_iteration(results[(name, size)], size)
+            medians[(name, size)] = statistics.median(values)
+            line += f"{medians[(name, size)]:>11.2f}{quantile(values, 0.9):>8.2f}"
+        if 10 in sizes and 100 in sizes:
+            line += f"{medians[(name, 100)] * 100 / (medians[(name, 10)] * 10):>10.2f}×"
+        print(line)
     print()
-    print(f"{'per stored event, measured directly':<36}{'median ms':>11}{'p90 ms':>9}{'count':>8}")
-    names = {
-        "emit": "emit: store + broadcast (awaited)",
-        "record": "  recording.record (in thread)",
-        "broadcast": "  broadcast.broadcast (all, deltas too)",
-    }
-    for key, label in names.items():
-        samples = [s * 1000 for s in timings.samples[key]]
-        median, p90 = statistics.median(samples), quantile(samples, 0.9)
-        print(f"{label:<36}{median:>11.3f}{p90:>9.3f}{len(samples):>8}")
+    for size in sizes:
+        breakdown(size, results, medians)
+    verdicts(sizes, medians)
+
+
+def breakdown(size: int, results: dict[tuple[str, int], list[dict]], medians: dict) -> None:
+    """Where a runner's iteration goes: storing, DBOS checkpoints, the rest."""
+    for name in ("sqlite", "postgres"):
+        if (name, size) not in results:
+            continue
+        rows = results[(name, size)]
+
+        def med(key: str, rows: list[dict] = rows) -> float:
+            return statistics.median(row[key] for row in rows)
+
+        stored, batches = med("stored") / size, med("batches") / size
+        steps, recv = med("steps") / size, med("recv") / size
+        store_ms = med("store") * 1000 / size
+        dbos_ms = (med("dbos") - med("inside")) * 1000 / size
+        per_op = dbos_ms / (steps + recv)
+        bare = medians[("bare", size)]
+        rest = medians[(name, size)] - bare - store_ms - dbos_ms
+        print(
+            f"N={size} {SYSTEMS[name]}: {stored:.1f} events stored per iteration in "
+            f"{batches:.1f} transactions, {store_ms:.2f} ms; {steps:.1f} DBOS steps + "
+            f"{recv:.1f} recv per iteration, {dbos_ms:.2f} ms of checkpoints ({per_op:.2f} ms "
+            f"each); engine {bare:.2f} ms; the rest (documents, broadcast, setup) {rest:.2f} ms"
+        )
+    print()
+
+
+def verdicts(sizes: list[int], medians: dict[tuple[str, int], float]) -> None:
+    for size in sizes:
+        saver = min(medians[("lg_sqlite", size)], medians[("lg_async", size)])
+        ratio = medians[("sqlite", size)] / saver
+        verdict(
+            ratio <= 0.5,
+            f"N={size}: runner on SQLite (events + checkpoints) is {ratio:.2f}× LangGraph with "
+            f"its SQLite checkpointer (the faster of the two savers; goal ≤ 0.5×)",
+        )
+        ratio = medians[("bare", size)] / medians[("lg_bare", size)]
+        verdict(
+            ratio <= 1.0,
+            f"N={size}: bare engine is {ratio:.2f}× LangGraph without checkpointer (goal ≤ 1×)",
+        )
+    if 10 in sizes and 100 in sizes:
+        for name in ("bare", "sqlite", "postgres"):
+            if (name, 100) in medians:
+                ratio = medians[(name, 100)] * 100 / (medians[(name, 10)] * 10)
+                verdict(
+                    ratio <= 10,
+                    f"{SYSTEMS[name]}: 100 iterations cost {ratio:.2f}× 10 iterations (goal ≤ 10×)",
+                )
+
+
+def verdict(met: bool, text: str) -> None:
+    print(f"{'MET    ' if met else 'MISSED '} {text}")
 
 
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        child(sys.argv[2])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="10 runs instead of 40")
-    parser.add_argument("--runs", type=int, help="measured runs of each path")
+    parser.add_argument("--quick", action="store_true", help="3 runs instead of 9")
+    parser.add_argument("--runs", type=int, help="measured runs of each system and size")
+    parser.add_argument("--sizes", default="10,100", help="iterations per task")
+    parser.add_argument("--no-postgres", action="store_true")
     args = parser.parse_args()
-    runs = args.runs or (10 if args.quick else 40)
-    var_dir = tempfile.mkdtemp(prefix="poweron-bench-")
+    runs = args.runs or (3 if args.quick else 9)
+    sizes = [int(size) for size in args.sizes.split(",")]
+    postgres = None if args.no_postgres else postgres_database()
+    directory = tempfile.mkdtemp(prefix="poweron-langgraph-")
     try:
-        django_setup(var_dir)
-        asyncio.run(measure(runs, warmup=2))
+        asyncio.run(measure(sizes, runs, postgres, directory))
     finally:
-        shutil.rmtree(var_dir, ignore_errors=True)
+        shutil.rmtree(directory, ignore_errors=True)
+        if postgres:
+            drop_postgres(postgres)
 
 
 if __name__ == "__main__":
