@@ -392,6 +392,8 @@ class Tally:
     kinds: Counter = field(default_factory=Counter)
     kind_input: Counter = field(default_factory=Counter)
     """Input tokens per call kind."""
+    kind_output: Counter = field(default_factory=Counter)
+    """Output tokens per call kind."""
     actions: int = 0
     seconds: float = 0.0
 
@@ -426,6 +428,7 @@ def tally(calls: list[Call], results: list[Run]) -> dict[tuple[str, int, int], T
         entry.output += call.output_tokens
         entry.kinds[call.kind] += 1
         entry.kind_input[call.kind] += len(tokens)
+        entry.kind_output[call.kind] += call.output_tokens
     for run in results:
         entry = tallies[run.system, run.size, run.run]
         entry.actions, entry.seconds = run.actions, run.seconds
@@ -442,7 +445,7 @@ class Row:
     solved: str
     medians: dict[str, float]
     kinds: dict[str, tuple[float, float]]
-    """Kind -> (calls, input tokens)."""
+    """Kind -> (calls, input tokens, output tokens)."""
 
 
 def rows(results: list[Run], tallies: dict[tuple[str, int, int], Tally]) -> dict:
@@ -464,6 +467,7 @@ def rows(results: list[Run], tallies: dict[tuple[str, int, int], Tally]) -> dict
                     kind: (
                         statistics.median(t.kinds[kind] for t in good),
                         statistics.median(t.kind_input[kind] for t in good),
+                        statistics.median(t.kind_output[kind] for t in good),
                     )
                     for kind in names
                 },
@@ -507,7 +511,9 @@ def print_tables(table: dict, sizes: list[int], runs: int) -> None:
 
 
 def kind_order(kind: str) -> tuple[int, str]:
-    order = ["taskplan", "actionplan", "select", "parameters", "refine", "review", "final"]
+    order = [
+        "taskplan", "actionplan", "select", "parameters", "refine", "review", "tool call", "final"
+    ]  # fmt: skip
     return (order.index(kind) if kind in order else len(order), kind)
 
 
@@ -594,7 +600,7 @@ def report(table: dict, results: list[Run], sizes: list[int], runs: int, scale: 
     verdicts(table, sizes)
 
 
-def plot(table: dict, sizes: list[int]) -> None:
+def plot(table: dict, sizes: list[int], scale: float) -> None:
     """The cost and time plots, over catalog size."""
     import matplotlib
 
@@ -627,16 +633,54 @@ def plot(table: dict, sizes: list[int]) -> None:
         axes.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(PLOTS / "vs_react_cost.png", dpi=120)
-    figure, axes = plt.subplots(figsize=(6, 4))
+    figure, (over, breakdown) = plt.subplots(1, 2, figsize=(11, 4.2))
     for system, label in SYSTEMS.items():
         seconds = [table[system, s].medians["seconds"] for s in sizes]
-        axes.plot(sizes, seconds, "o-", color=colours[system], label=label)
-    axes.set(title="time to the final answer (median)", xlabel="tools in the catalog", ylabel="s")
-    axes.set_ylim(bottom=0)
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=8)
+        over.plot(sizes, seconds, "o-", color=colours[system], label=label)
+    over.set(title="time to the final answer (median)", xlabel="tools in the catalog", ylabel="s")
+    over.set_ylim(bottom=0)
+    over.grid(alpha=0.3)
+    over.legend(fontsize=8)
+    latency_breakdown(breakdown, table, sizes[0], scale)
     figure.tight_layout()
     figure.savefig(PLOTS / "vs_react_time.png", dpi=120)
+
+
+def latency_breakdown(axes: Any, table: dict, size: int, scale: float) -> None:
+    """Where the time to the answer goes, per system: each kind of model call (its calls'
+    fixed latency plus its output tokens at the modelled rate), then the host and tools."""
+    names = list(SYSTEMS.values())
+    left = [0.0] * len(names)
+    palette = iter(plt_colours())
+    colour_of: dict[str, Any] = {}
+    for index, system in enumerate(SYSTEMS):
+        row = table[system, size]
+        parts = sorted(row.kinds.items(), key=lambda item: kind_order(item[0]))
+        for kind, (calls, _, output) in parts:
+            seconds = scale * (calls * LATENCY_BASE + output * LATENCY_PER_TOKEN)
+            colour = colour_of.setdefault(kind, next(palette))
+            axes.barh(index, seconds, left=left[index], color=colour, edgecolor="white")
+            if seconds > 0.04 * row.medians["seconds"]:
+                axes.text(left[index] + seconds / 2, index, f"{kind}\n{calls:g}×", ha="center",
+                          va="center", fontsize=6)  # fmt: skip
+            left[index] += seconds
+        rest = max(0.0, row.medians["seconds"] - left[index])
+        axes.barh(index, rest, left=left[index], color="lightgrey", edgecolor="white")
+    axes.set_yticks(range(len(names)), names, fontsize=8)
+    axes.invert_yaxis()
+    axes.set(
+        title=f"where the time goes at {size} tools (model: {scale * LATENCY_BASE * 1000:.0f} ms "
+        f"+ {scale * LATENCY_PER_TOKEN * 1000:.1f} ms/token; grey: host and tools)",
+        xlabel="s",
+    )
+    axes.title.set_fontsize(8)
+    axes.grid(alpha=0.3, axis="x")
+
+
+def plt_colours() -> list[Any]:
+    import matplotlib.pyplot as plt
+
+    return list(plt.get_cmap("tab20").colors)
 
 
 def main() -> None:
@@ -658,7 +702,7 @@ def main() -> None:
     report(table, results, sizes, runs, scale)
     for error in model.errors:
         print(f"model server error: {error}")
-    plot(table, sizes)
+    plot(table, sizes, scale)
     print(f"\nplots: {PLOTS / 'vs_react_cost.png'}, {PLOTS / 'vs_react_time.png'}")
     print(f"took {time.perf_counter() - started:.0f} s")
 

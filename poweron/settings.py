@@ -199,7 +199,7 @@ POWERON_WORKER_CONCURRENCY = env_int("POWERON_WORKER_CONCURRENCY", 8)
 # Durable runs (DBOS): the release whose runs this process resumes, this process's stable
 # name among the processes that run rounds, where the checkpoints live (default: SQLite under
 # POWERON_VAR_DIR, or the PostgreSQL app database in schema "dbos"), and failover.
-POWERON_APP_VERSION = os.environ.get("POWERON_APP_VERSION", "0.2.0")
+POWERON_APP_VERSION = os.environ.get("POWERON_APP_VERSION", "0.3.0")
 POWERON_EXECUTOR_ID = os.environ.get("POWERON_EXECUTOR_ID", "local")
 POWERON_DBOS_DATABASE_URL = os.environ.get("POWERON_DBOS_DATABASE_URL", "")
 POWERON_FAILOVER_SECONDS = env_float("POWERON_FAILOVER_SECONDS", 60.0)
