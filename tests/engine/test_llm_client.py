@@ -86,6 +86,9 @@ async def test_unsupported_json_schema_falls_back_to_json_object_and_remembers(
     kinds = [(r.get("response_format") or {}).get("type") for r in server.requests]
     assert kinds == ["json_schema", "json_object", "json_object"]
     assert llm.response_format == "json_object"
+    # A later run's model (a new instance for the same server and model) does not ask again.
+    assert client(server.url).response_format == "json_object"
+    assert client(server.url.replace("127.0.0.1", "localhost")).response_format == "json_schema"
 
 
 async def test_no_response_format_at_all_falls_back_to_plain_text(fake_openai_factory) -> None:

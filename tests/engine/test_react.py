@@ -624,3 +624,21 @@ async def test_a_task_plan_whose_first_action_carries_parameter_values_is_reject
     error = of(events, "error")[0]
     assert error.retrying and "must not include `parameters`" in error.message
     assert [c.kind for c in llm.calls] == ["taskplan", "taskplan", "parameters", "refine", "final"]
+
+
+async def test_a_runaway_model_field_is_rejected_and_retried() -> None:
+    """A 1 MB actionObjective is refused with an error the corrective retry can act on; it
+    is never stored in an event nor sent on to Stage 2."""
+    from workflows.engine.state import Budgets
+
+    huge = select(actionObjective="x" * 1_000_000)
+    llm = ScriptedLLM([taskplan("t"), huge, select(), params(query="a"), stop(), "ok"])
+    # (its 250,000 tokens count: a smaller budget would end the round, as it should)
+    events = await collect(make_state(budgets=Budgets(tokens=1_000_000)), llm)
+    llm.assert_complete()
+    error = of(events, "error")[0]
+    assert error.retrying and "actionObjective: String should have at most 1000" in error.message
+    correction = llm.calls[2].messages[-1]["content"]
+    assert "at most 1000 characters" in correction and len(correction) < 2_000
+    assert all(len(e.model_dump_json()) < 20_000 for e in events)
+    assert of(events, "round")[-1].status == "completed"

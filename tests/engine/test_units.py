@@ -399,3 +399,60 @@ def test_web_results_are_told_once_in_an_observation() -> None:
     assert json_preview.name == "search_results.json" and json_preview.snippet == ""
     assert "Heat pumps grow" in page_preview.snippet
     assert observation.findings[0].title == "Heat pumps"
+
+
+def test_every_text_the_model_writes_is_capped() -> None:
+    """Each string and list field of every model-written schema has a maximum length (except
+    parameter values, which the action's own parameter model checks)."""
+    import typing
+
+    from pydantic import BaseModel
+
+    from workflows.engine import schemas
+
+    def capped(field) -> bool:
+        return any(getattr(m, "max_length", None) for m in field.metadata)
+
+    def text_like(annotation) -> bool:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if annotation is str or str in args:
+            return True
+        origin = typing.get_origin(annotation)
+        return origin is list or any(typing.get_origin(a) is list for a in args)
+
+    uncapped = []
+    for model in vars(schemas).values():
+        if not (isinstance(model, type) and issubclass(model, schemas.ModelOutput)):
+            continue
+        for name, field in model.model_fields.items():
+            values = (schemas.ActionParameters, "parameters"), (schemas.PlannedAction, "parameters")
+            if (model, name) in values or not text_like(field.annotation):
+                continue
+            items = typing.get_args(field.annotation)
+            inner = [a for a in items if typing.get_origin(a) is list] or [field.annotation]
+            item_types = typing.get_args(inner[0]) if typing.get_origin(inner[0]) is list else ()
+            item_ok = all(
+                issubclass(t, BaseModel) if isinstance(t, type) else bool(typing.get_args(t))
+                for t in item_types
+            )
+            annotated = bool(getattr(field.annotation, "__metadata__", None)) or any(
+                getattr(a, "__metadata__", None) for a in items
+            )
+            if not (capped(field) or annotated) or not item_ok:
+                uncapped.append(f"{model.__name__}.{name}")
+    assert uncapped == []
+
+
+def test_a_reasoning_plan_is_bounded_in_size_and_depth() -> None:
+    """A thought whose plan nests too deep or grows too large is rejected with a reason."""
+    from workflows.engine.schemas import PLAN_DEPTH, PlanStep
+
+    def nested(depth: int) -> PlanStep:
+        step = PlanStep(description="leaf")
+        for _ in range(depth - 1):
+            step = PlanStep(description="node", sub_steps=[step])
+        return step
+
+    Thought(current_thinking="ok", planning=[nested(PLAN_DEPTH)], next_thought_needed=True)
+    with pytest.raises(ValidationError, match="levels deep"):
+        Thought(current_thinking="ok", planning=[nested(PLAN_DEPTH + 1)], next_thought_needed=True)

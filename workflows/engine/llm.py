@@ -212,6 +212,10 @@ def shared_client(
 # --- The client -------------------------------------------------------------------------------
 
 
+_ACCEPTED: dict[tuple[str, str], ResponseFormat] = {}
+"""Per server and model, the richest response format it accepted (absent: not yet refused)."""
+
+
 class OpenAICompatibleLLM:
     """contracts.LLM over AsyncOpenAI, for OpenAI, Azure, vLLM, Ollama, llama.cpp and others.
 
@@ -239,8 +243,9 @@ class OpenAICompatibleLLM:
         self.temperature = temperature
         self.advice = dict(advice or {})
         """What to fix, per failure cause (the host names its settings here)."""
-        self.response_format: ResponseFormat = "json_schema"
-        """The richest format the server accepted so far; it only ever degrades."""
+        self.response_format: ResponseFormat = _ACCEPTED.get((base_url, model), "json_schema")
+        """The richest format the server accepted so far (remembered for the process, so a
+        server that refuses a format is not asked again by every run); it only degrades."""
         self.stream_usage = True
         self._base_url = base_url
         self._owns_client = not shared
@@ -289,6 +294,7 @@ class OpenAICompatibleLLM:
                 if fmt == "text" or not _FORMAT_ERROR.search(str(error)):
                     raise self._unavailable(error) from error
                 self.response_format = _FORMATS[_FORMATS.index(fmt) + 1]
+                _ACCEPTED[self._base_url, self.model] = self.response_format
         usage = self._usage(kind, response, latency)
         text = response.choices[0].message.content or "" if response.choices else ""
         try:

@@ -7,9 +7,16 @@ structures keep seed 002's snake_case names.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from .contracts import WebFinding
 
@@ -17,6 +24,25 @@ FORBIDDEN_PARAMETER_NAMES = frozenset(
     {"documentList", "connectionReference", "history", "documents", "connections"}
 )
 """Never business parameters: references come from Stage 1, context never enters Stage 2."""
+
+
+# Every text the model writes is capped: a runaway answer is rejected with an error the
+# corrective retry can act on ("… should have at most N characters"), never stored, shown or
+# sent on to the next prompt whole.
+Name = Annotated[str, StringConstraints(max_length=100)]
+"""Action names, labels, field names, types."""
+Line = Annotated[str, StringConstraints(max_length=300)]
+"""A criterion, a learning, an improvement, a reference, a field description."""
+Text = Annotated[str, StringConstraints(max_length=1_000)]
+"""An objective, a reason, an overview."""
+Passage = Annotated[str, StringConstraints(max_length=2_000)]
+"""Context for Stage 2, a plan step's result."""
+Thinking = Annotated[str, StringConstraints(max_length=8_000)]
+"""A thought, which may hold the final solution in Reasoning mode."""
+ITEMS = 10
+"""At most this many items in a list of lines (learnings, criteria, improvements, …)."""
+PLAN_STEPS, PLAN_DEPTH = 60, 4
+"""A reasoning plan's size: steps in all, and levels of sub-steps."""
 
 
 class ModelOutput(BaseModel):
@@ -31,9 +57,9 @@ class ModelOutput(BaseModel):
 class TaskItem(ModelOutput):
     """One task of a round."""
 
-    objective: str = Field(min_length=1)
-    successCriteria: list[str] = Field(default_factory=list)
-    taskType: str = Field(
+    objective: Text = Field(min_length=1)
+    successCriteria: list[Line] = Field(default_factory=list, max_length=ITEMS)
+    taskType: Name = Field(
         default="general", description="research | analysis | lookup | document | general"
     )
 
@@ -44,17 +70,17 @@ class TaskItem(ModelOutput):
 class ParameterField(ModelOutput):
     """One business parameter Stage 2 should fill."""
 
-    name: str
-    type: str = "string"
+    name: Name
+    type: Name = "string"
     """string | number | boolean | enum | object (anything else is kept as written)."""
     required: bool = False
-    description: str = ""
+    description: Line = ""
 
 
 class ParametersSchema(ModelOutput):
     """The business parameters Stage 1 asks Stage 2 to fill."""
 
-    fields: list[ParameterField] = Field(default_factory=list)
+    fields: list[ParameterField] = Field(default_factory=list, max_length=20)
 
     @field_validator("fields")
     @classmethod
@@ -71,14 +97,16 @@ class ParametersSchema(ModelOutput):
 class ActionSelection(ModelOutput):
     """Stage 1: the next single action, its objective and references; never parameter values."""
 
-    action: str = Field(description='"method.action" from the catalog')
-    actionObjective: str = ""
-    learnings: list[str] = Field(default_factory=list)
-    requiredInputDocuments: list[str] = Field(
-        default_factory=list, description="docList:<label> or docItem:<id>:<name> references"
+    action: Name = Field(description='"method.action" from the catalog')
+    actionObjective: Text = ""
+    learnings: list[Line] = Field(default_factory=list, max_length=ITEMS)
+    requiredInputDocuments: list[Line] = Field(
+        default_factory=list,
+        max_length=20,
+        description="docList:<label> or docItem:<id>:<name> references",
     )
-    requiredConnection: str | None = None
-    parametersContext: str = Field(default="", description="Concise context for Stage 2")
+    requiredConnection: Name | None = None
+    parametersContext: Passage = Field(default="", description="Concise context for Stage 2")
     parametersSchema: ParametersSchema = Field(default_factory=ParametersSchema)
 
     @model_validator(mode="before")
@@ -114,7 +142,7 @@ class TaskPlan(ModelOutput):
     """A round split into tasks; no tasks means the request is answered directly. In React
     mode the plan may carry the first task's first action, as Stage 1 would write it."""
 
-    overview: str = ""
+    overview: Text = ""
     tasks: list[TaskItem] = Field(default_factory=list, max_length=8)
     firstAction: ActionSelection | None = None
 
@@ -160,7 +188,7 @@ class RefinementDecision(ModelOutput):
     with final answer or propose next single action"), written as Stage 1 writes it."""
 
     decision: Literal["continue", "stop"]
-    reason: str = ""
+    reason: Text = ""
     criteriaMet: bool = False
     """With stop: true when the success criteria are met, false when nothing more can help."""
     next: ActionSelection | None = None
@@ -171,9 +199,9 @@ class TaskReview(ModelOutput):
     """The verdict on a finished task."""
 
     status: Literal["success", "retry", "failed"]
-    reason: str = ""
-    improvements: list[str] = Field(default_factory=list)
-    metCriteria: list[str] = Field(default_factory=list)
+    reason: Text = ""
+    improvements: list[Line] = Field(default_factory=list, max_length=ITEMS)
+    metCriteria: list[Line] = Field(default_factory=list, max_length=ITEMS)
 
 
 # --- Actionplan (legacy) --------------------------------------------------------------------
@@ -182,18 +210,18 @@ class TaskReview(ModelOutput):
 class PlannedAction(ModelOutput):
     """One action of an upfront plan, parameters included."""
 
-    action: str
-    actionObjective: str = ""
-    requiredInputDocuments: list[str] = Field(default_factory=list)
-    requiredConnection: str | None = None
+    action: Name
+    actionObjective: Text = ""
+    requiredInputDocuments: list[Line] = Field(default_factory=list, max_length=20)
+    requiredConnection: Name | None = None
     parameters: dict[str, Any] = Field(default_factory=dict)
-    resultLabel: str = "results"
+    resultLabel: Name = "results"
 
 
 class ActionPlan(ModelOutput):
     """Actionplan mode: the whole action list of a task."""
 
-    actions: list[PlannedAction] = Field(min_length=1)
+    actions: list[PlannedAction] = Field(min_length=1, max_length=20)
 
 
 # --- Reasoning (seed 002) -------------------------------------------------------------------
@@ -202,20 +230,38 @@ class ActionPlan(ModelOutput):
 class PlanStep(ModelOutput):
     """One step of the reasoning plan, possibly with nested sub-steps."""
 
-    description: str
+    description: Text
     status: Literal["Pending", "Done", "Verification Needed"] = "Pending"
-    result: str | None = None
-    mark: str | None = None
+    result: Passage | None = None
+    mark: Line | None = None
     """Why the step needs verification."""
-    sub_steps: list[PlanStep] | None = None
+    sub_steps: list[PlanStep] | None = Field(default=None, max_length=ITEMS)
 
 
 class Thought(ModelOutput):
     """One thought: evaluation of the previous one, the next step done, the updated plan."""
 
-    current_thinking: str = Field(min_length=1)
-    planning: list[PlanStep] = Field(default_factory=list)
+    current_thinking: Thinking = Field(min_length=1)
+    planning: list[PlanStep] = Field(default_factory=list, max_length=30)
     next_thought_needed: bool
+
+    @model_validator(mode="after")
+    def _plan_is_bounded(self) -> Thought:
+        def measure(steps: list[PlanStep], depth: int) -> tuple[int, int]:
+            count, deepest = len(steps), depth
+            for step in steps:
+                if step.sub_steps:
+                    more, deeper = measure(step.sub_steps, depth + 1)
+                    count, deepest = count + more, max(deepest, deeper)
+            return count, deepest
+
+        count, depth = measure(self.planning, 1)
+        if depth > PLAN_DEPTH or count > PLAN_STEPS:
+            raise ValueError(
+                f"the plan has {count} steps {depth} levels deep; at most {PLAN_STEPS} steps "
+                f"and {PLAN_DEPTH} levels are allowed"
+            )
+        return self
 
 
 def render_plan(steps: list[PlanStep], depth: int = 0) -> str:
