@@ -8,7 +8,11 @@ from datetime import timedelta
 from django import forms
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.core.exceptions import FieldDoesNotExist
 from django.db.models import Q
+from django.db.models.constants import LOOKUP_SEP
 from django.http import FileResponse, Http404
 from django.urls import path, reverse
 from django.utils import timezone
@@ -17,6 +21,45 @@ from django.utils.html import format_html
 from . import selectors
 from .execution import durable
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
+
+
+def reaches_secret(model, lookup: str) -> bool:
+    """Whether a lookup or ordering path (`secret__regex`, `owner__connections__secret`,
+    `-secret`) reaches Connection.secret, which is write-only: filtering or sorting on it
+    would answer yes/no questions about its value."""
+    for part in lookup.lstrip("-").split(LOOKUP_SEP):
+        try:
+            field = model._meta.get_field(part)
+        except FieldDoesNotExist:
+            return False
+        if model is Connection and field.name == "secret":
+            return True
+        if not field.is_relation or field.related_model is None:
+            return False
+        model = field.related_model
+    return False
+
+
+class SecretSafeAdmin(admin.ModelAdmin):
+    """Refuses every filter and ordering that reaches a connection's secret (a 400, the
+    same whatever the value asked about)."""
+
+    def lookup_allowed(self, lookup, value, request=None) -> bool:
+        if reaches_secret(self.model, lookup):
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    def get_ordering(self, request):
+        ordering = super().get_ordering(request) or ()
+        return [field for field in ordering if not _orders_by_secret(self.model, field)]
+
+    def get_sortable_by(self, request):
+        sortable = super().get_sortable_by(request)
+        return [field for field in sortable if not _orders_by_secret(self.model, field)]
+
+
+def _orders_by_secret(model, field) -> bool:
+    return isinstance(field, str) and reaches_secret(model, field)
 
 
 def document_link(document: ChatDocument) -> str:
@@ -110,7 +153,7 @@ class QuietRunFilter(admin.SimpleListFilter):
 
 
 @admin.register(ChatWorkflow)
-class ChatWorkflowAdmin(admin.ModelAdmin):
+class ChatWorkflowAdmin(SecretSafeAdmin):
     list_display = ("__str__", "owner", "mode", "status", "steps", "tokens", "created")
     list_filter = ("status", QuietRunFilter, "mode", "created")
     search_fields = ("title", "owner__username", "messages__content")
@@ -194,7 +237,7 @@ class ChatWorkflowAdmin(admin.ModelAdmin):
 
 
 @admin.register(ChatMessage)
-class ChatMessageAdmin(admin.ModelAdmin):
+class ChatMessageAdmin(SecretSafeAdmin):
     list_display = (
         "__str__",
         "workflow",
@@ -211,7 +254,7 @@ class ChatMessageAdmin(admin.ModelAdmin):
 
 
 @admin.register(ChatDocument)
-class ChatDocumentAdmin(admin.ModelAdmin):
+class ChatDocumentAdmin(SecretSafeAdmin):
     list_display = ("name", "workflow", "label", "mime_type", "size", "source", "download")
     list_filter = ("source", "mime_type")
     search_fields = ("name", "label", "source_url")
@@ -239,7 +282,7 @@ class ChatDocumentAdmin(admin.ModelAdmin):
 
 
 @admin.register(WorkflowEvent)
-class WorkflowEventAdmin(admin.ModelAdmin):
+class WorkflowEventAdmin(SecretSafeAdmin):
     list_display = ("workflow", "seq", "type", "round", "task", "action", "tokens", "created")
     list_filter = ("type",)
     search_fields = ("workflow__title",)
@@ -275,9 +318,20 @@ class ConnectionForm(forms.ModelForm):
 
 
 @admin.register(Connection)
-class ConnectionAdmin(admin.ModelAdmin):
+class ConnectionAdmin(SecretSafeAdmin):
     form = ConnectionForm
     list_display = ("label", "kind", "owner", "created")
     list_filter = ("kind",)
     search_fields = ("label", "owner__username")
     raw_id_fields = ("owner",)
+
+
+# Users reach connections (`connections__secret`): their admin refuses those lookups too.
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+
+
+@admin.register(User)
+class SecretSafeUserAdmin(SecretSafeAdmin, UserAdmin):
+    """Django's user admin, without lookups that reach a connection's secret."""
