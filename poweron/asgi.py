@@ -11,17 +11,20 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app regi
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from poweron.bodylimit import BodyLimitMiddleware, install_daphne_guard  # noqa: E402
 from workflows.execution import durable  # noqa: E402
 from workflows.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": BodyLimitMiddleware(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
     }
 )
 
+# Under Daphne, a too large body is refused before Twisted spools it (bodylimit.py).
+install_daphne_guard()
 # Under Daphne, DBOS starts inside its loop: runs a crash cut off resume in this process.
 durable.launch_with_daphne()

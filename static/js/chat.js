@@ -135,6 +135,17 @@
     });
   }
 
+  // An upload's refusal (too large, too many, no file) is an HTML fragment to show.
+  const uploadForm = document.getElementById("upload-form");
+  if (uploadForm) {
+    uploadForm.addEventListener("htmx:beforeSwap", function (evt) {
+      if ([400, 413, 429].includes(evt.detail.xhr.status)) {
+        evt.detail.shouldSwap = true;
+        evt.detail.isError = false;
+      }
+    });
+  }
+
   // Drag and drop onto the chat uploads like the file picker does.
   const drop = document.getElementById("dropzone");
   const picker = document.getElementById("file-picker");

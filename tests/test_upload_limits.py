@@ -1,0 +1,120 @@
+"""Too large uploads are refused by a real Daphne before their body is read: 413 with the
+message the upload form shows, and the server's memory does not grow with the body."""
+
+from __future__ import annotations
+
+import re
+import select
+import socket
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.apps import AppProcesses, app_env, sign_in_and_create_workflow
+from tests.support.fake_openai import FakeOpenAIServer
+
+LIMIT = 1024 * 1024
+MB = 1024 * 1024
+
+
+@pytest.fixture
+def app(tmp_path):
+    with FakeOpenAIServer() as model:
+        env = app_env(tmp_path, model.url, POWERON_MAX_UPLOAD_BYTES=str(LIMIT))
+        processes = AppProcesses(env, tmp_path)
+        try:
+            yield processes
+        finally:
+            processes.stop()
+
+
+def rss_kb(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+) kB", status)[1])
+
+
+def post_raw(port: int, head: str, chunks, *, cookie: str) -> bytes:
+    """Send a request's head, then body chunks until the server answers or stops reading;
+    return what it answered."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    answer = b""
+    try:
+        sock.sendall(f"{head}Cookie: {cookie}\r\n\r\n".encode())
+        for chunk in chunks:
+            if select.select([sock], [], [], 0)[0]:
+                break
+            try:
+                sock.sendall(chunk)
+            except OSError:
+                break
+        while b"\r\n\r\n" not in answer or not answer.endswith(b"</ul>"):
+            data = sock.recv(65536)
+            if not data:
+                break
+            answer += data
+    finally:
+        sock.close()
+    return answer
+
+
+def upload_head(workflow_id: int, **headers: str) -> str:
+    lines = [f"POST /workflows/{workflow_id}/documents/upload/ HTTP/1.1", "Host: 127.0.0.1"]
+    lines += [f"{name.replace('_', '-')}: {value}" for name, value in headers.items()]
+    return "\r\n".join(lines) + "\r\n"
+
+
+def test_declared_oversized_upload_is_refused_before_its_body(app):
+    """A 1 GB upload declared by Content-Length is answered 413 with the limit, while the
+    client still sends; the server's RSS grows by less than 5 MB after 64 MB were sent."""
+    port = app.web()
+    cookie, workflow_id = sign_in_and_create_workflow(port)
+    pid = app.processes[-1].pid
+    before = rss_kb(pid)
+    head = upload_head(
+        workflow_id, Content_Type="multipart/form-data; boundary=x", Content_Length=str(1024**3)
+    )
+    answer = post_raw(port, head, (b"x" * MB for _ in range(64)), cookie=cookie)
+    after = rss_kb(pid)
+    print(f"RSS before {before} kB, after {after} kB")
+    assert answer.startswith(b"HTTP/1.1 413")
+    assert b"The upload is too large: at most 1.0\xc2\xa0MB in total" in answer
+    assert after - before < 5 * 1024, (before, after)
+
+
+def test_chunked_upload_is_cut_off_at_the_limit(app):
+    """A chunked upload without a length is refused with 413 once it streams past the
+    limit, and what it sent is not kept: RSS grows by less than 5 MB after 32 MB."""
+    port = app.web()
+    cookie, workflow_id = sign_in_and_create_workflow(port)
+    pid = app.processes[-1].pid
+    before = rss_kb(pid)
+    head = upload_head(
+        workflow_id,
+        Content_Type="multipart/form-data; boundary=x",
+        Transfer_Encoding="chunked",
+    )
+    chunk = b"%x\r\n%s\r\n" % (MB, b"x" * MB)
+    answer = post_raw(port, head, (chunk for _ in range(32)), cookie=cookie)
+    after = rss_kb(pid)
+    print(f"RSS before {before} kB, after {after} kB")
+    assert answer.startswith(b"HTTP/1.1 413")
+    assert b"Nothing was stored" in answer
+    assert after - before < 5 * 1024, (before, after)
+
+
+def test_upload_within_the_limit_still_works(app):
+    """An upload under the limit goes through Daphne to the view and is stored."""
+    port = app.web()
+    cookie, workflow_id = sign_in_and_create_workflow(port)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+        client.cookies.set("sessionid", cookie.removeprefix("sessionid="))
+        page = client.get(f"/workflows/{workflow_id}/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)[1]
+        response = client.post(
+            f"/workflows/{workflow_id}/documents/upload/",
+            data={"csrfmiddlewaretoken": token},
+            files={"files": ("notes.txt", b"n" * (LIMIT // 2), "text/plain")},
+        )
+    assert response.status_code == 200
+    assert "notes.txt" in response.text
