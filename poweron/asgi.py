@@ -9,18 +9,17 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app registry)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from poweron.bodylimit import BodyLimitMiddleware, install_daphne_guard  # noqa: E402
 from workflows.execution import durable  # noqa: E402
+from workflows.live.origin import OriginValidator  # noqa: E402
 from workflows.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": BodyLimitMiddleware(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        # Only pages of the app's own origin (scheme, host and port) or CSRF_TRUSTED_ORIGINS.
+        "websocket": OriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
 

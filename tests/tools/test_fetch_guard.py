@@ -157,3 +157,31 @@ def test_hosts_are_normalised(raw, host):
 def test_public_addresses_pass(address):
     """Ordinary internet addresses are allowed."""
     assert non_public_reason(ipaddress.ip_address(address)) is None
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("192.0.2.1", "an address reserved for documentation and examples"),
+        ("198.51.100.7", "an address reserved for documentation and examples"),
+        ("2001:db8::1", "an address reserved for documentation and examples"),
+        ("198.18.0.1", "an address reserved for benchmarking"),
+        ("100.64.0.1", "a carrier-grade NAT address"),
+        ("240.0.0.1", "a reserved address"),
+        ("10.0.0.1", "a private network address"),
+        ("192.168.1.1", "a private network address"),
+    ],
+)
+def test_refusals_say_what_the_address_is(address, reason):
+    """A refused address is named for what it is: a documentation address is not called a
+    private network."""
+    assert non_public_reason(ipaddress.ip_address(address)).startswith(reason)
+
+
+async def test_fetch_refusal_names_a_documentation_address(fetcher, transport):
+    """Fetching a documentation address is refused with that reason, before any request."""
+    with pytest.raises(
+        FetchBlocked, match=r"192\.0\.2\.1 is an address reserved for documentation"
+    ):
+        await fetcher.get("http://192.0.2.1/")
+    assert transport.requests == []

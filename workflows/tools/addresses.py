@@ -21,6 +21,24 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 # What inet_aton accepts besides dotted quads: 2130706433, 0177.0.0.1, 0x7f.1, 127.1.
 _NUMERIC_HOST = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}$", re.I)
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Ranges Python counts as private although no network uses them as one: said for what they are.
+_SPECIAL_PURPOSE = [
+    (
+        [
+            ipaddress.ip_network(n)
+            for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
+        ],
+        "an address reserved for documentation and examples (RFC 5737, RFC 3849)",
+    ),
+    (
+        [ipaddress.ip_network(n) for n in ("198.18.0.0/15", "2001:2::/48")],
+        "an address reserved for benchmarking (RFC 2544, RFC 5180)",
+    ),
+    (
+        [ipaddress.ip_network("100.64.0.0/10")],
+        "a carrier-grade NAT address (RFC 6598)",
+    ),
+]
 
 
 class AddressRefused(ValueError):
@@ -120,9 +138,14 @@ def non_public_reason(address: IPAddress) -> str | None:
         return "a link-local address (such as a cloud metadata service)"
     if address.is_multicast:
         return "a multicast address"
+    for networks, reason in _SPECIAL_PURPOSE:
+        if any(address in network for network in networks):
+            return reason
+    if address.is_reserved:
+        return "a reserved address"
     if address.is_private:
         return "a private network address"
-    if address.is_reserved or not address.is_global:
+    if not address.is_global:
         return "a reserved address"
     return None
 

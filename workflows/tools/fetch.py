@@ -243,8 +243,9 @@ class SafeFetcher:
         if not allowed:
             for address in addresses:
                 if reason := non_public_reason(address):
+                    what = f"{address} is" if target.literal else f"{target.host} is {address},"
                     raise FetchBlocked(
-                        f"{target.url} was not fetched: {target.host} is {address}, {reason}. "
+                        f"{target.url} was not fetched: {what} {reason}. "
                         "Only public internet addresses are fetched.",
                         url=str(target.url),
                     )
