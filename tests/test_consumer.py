@@ -203,3 +203,30 @@ async def test_live_events_and_commands_do_not_wait_for_djangos_sync_thread(alic
     notice = await receive(communicator)
     assert notice["payload"]["text"] == "Nothing is running in this workflow."
     await communicator.disconnect()
+
+
+@pytest.mark.parametrize(
+    ("frame", "said"),
+    [
+        ({"text_data": "not json {"}, "send a JSON text frame"),
+        ({"bytes_data": b"\x00\x01"}, "send a JSON text frame"),
+        ({"text_data": "[1, 2]"}, "a command is a JSON object"),
+        ({"text_data": '"stop"'}, "a command is a JSON object"),
+        ({"text_data": '{"action": "explode"}'}, "Command not understood"),
+    ],
+)
+async def test_a_malformed_frame_is_answered_and_the_socket_stays_open(alice, caplog, frame, said):
+    """A frame that is not a JSON command object gets an error notice, logs no traceback,
+    and the socket still carries commands afterwards."""
+    workflow = await make_workflow(alice)
+    communicator = await connect(alice, workflow.pk)
+    await communicator.send_to(**frame)
+    notice = await receive(communicator)
+    assert notice["type"] == "notice"
+    assert notice["payload"]["level"] == "error"
+    assert said in notice["payload"]["text"]
+    await communicator.send_json_to({"action": "stop"})
+    nothing = "Nothing is running in this workflow."
+    assert (await receive(communicator))["payload"]["text"] == nothing
+    assert not [record for record in caplog.records if record.exc_info]
+    await communicator.disconnect()

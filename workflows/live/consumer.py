@@ -44,6 +44,9 @@ CATCH_UP_GRACE_SECONDS = 0.5
 """How long events the database has and this viewer has not are given to arrive by
 themselves before they are replayed from the database."""
 
+NOT_JSON = 'Command not understood — send a JSON text frame such as {"action": "stop"}.'
+NOT_AN_OBJECT = 'Command not understood — a command is a JSON object with an "action".'
+
 
 @database_sync_to_async
 def owned_workflow(user, workflow_id: int) -> ChatWorkflow | None:
@@ -180,6 +183,24 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(envelope.as_json())
         else:
             await self.send(text_data=render_event(envelope))
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        """A frame from the client: a command as a JSON object. Anything else is answered
+        with a notice, and the socket stays open."""
+        if text_data is None:
+            await self.send_notice(NOT_JSON, level="error")
+            return
+        try:
+            content = await self.decode_json(text_data)
+        except ValueError:  # json.JSONDecodeError, and a frame that is not UTF-8 text
+            await self.send_notice(NOT_JSON, level="error")
+            return
+        if not isinstance(content, dict):
+            await self.send_notice(NOT_AN_OBJECT, level="error")
+            return
+        await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """A command from the client: send, stop, steer, extend, approve, feedback, resume."""
