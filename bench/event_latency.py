@@ -201,14 +201,14 @@ class Viewer:
         away reaches it by replay, and its wait is not delivery latency."""
 
     async def watch(self, start: asyncio.Event, send: dict[str, Any] | None) -> None:
-        from websockets.asyncio.client import connect
+        from tests.support.sockets import connect
         from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
         last, drop_at = 0, (random.uniform(0.5, 4.0) if self.reconnect else None)
         headers = {"Cookie": self.cookie}
         try:
             async with asyncio.timeout(ROUND_TIMEOUT):
-                async with connect(self.url, origin="http://127.0.0.1", additional_headers=headers,
+                async with connect(self.url, additional_headers=headers,
                                    proxy=None) as socket_:  # fmt: skip
                     self.connected.append([time.time(), float("inf")])
                     await start.wait()
@@ -231,9 +231,7 @@ class Viewer:
                 while True:  # as the page does: reconnect until it works, replay from `last`
                     url = f"{self.url}&after={last}"
                     try:
-                        async with connect(
-                            url, origin="http://127.0.0.1", additional_headers=headers, proxy=None
-                        ) as socket_:
+                        async with connect(url, additional_headers=headers, proxy=None) as socket_:
                             self.connected.append([time.time(), float("inf")])
                             async for raw in socket_:
                                 if self.take(raw):

@@ -94,10 +94,10 @@ class Viewer:
         self.socket: Any = None
 
     async def __aenter__(self) -> Viewer:
-        from websockets.asyncio.client import connect
+        from tests.support.sockets import connect
 
         self.socket = await connect(
-            self.url, origin="http://127.0.0.1", additional_headers={"Cookie": self.cookie},
+            self.url, additional_headers={"Cookie": self.cookie},
             proxy=None,
         )  # fmt: skip
         return self

@@ -22,7 +22,7 @@ def session_cookie(user) -> str:
 
 async def connect(user, workflow_id: int, query: str = "format=json") -> WebsocketCommunicator:
     """Open a socket on a workflow as `user` (None: anonymous); asserts the handshake."""
-    headers = [(b"origin", b"http://127.0.0.1")]
+    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
     if user is not None:
         headers.append((b"cookie", (await session_cookie(user)).encode()))
     communicator = WebsocketCommunicator(

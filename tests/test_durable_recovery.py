@@ -16,12 +16,12 @@ from collections import Counter
 
 import httpx
 import pytest
-from websockets.asyncio.client import connect
 
 from tests.live import is_final
 from tests.support.apps import AppProcesses, app_env, sign_in_and_create_workflow
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
 from tests.support.replies import params, select, stop, taskplan
+from tests.support.sockets import connect
 
 THINK = select(
     "ai.process",
@@ -79,7 +79,7 @@ async def crash_and_resume(app, model, *, kill_when) -> tuple[list[dict], int, s
     and read to the end. Returns every event seen, the workflow, its cookie, recovery time."""
     port = app.web()
     cookie, workflow_id = sign_in_and_create_workflow(port)
-    headers = {"Cookie": cookie, "Origin": "http://127.0.0.1"}
+    headers = {"Cookie": cookie}
     path = f"/ws/workflows/{workflow_id}/?format=json"
     seen: list[dict] = []
     async with connect(f"ws://127.0.0.1:{port}{path}", additional_headers=headers) as socket:
@@ -175,7 +175,7 @@ async def test_a_stopped_round_is_not_resumed_after_a_restart(app, model):
     model.add(*script("parameters"))
     port = app.web()
     cookie, workflow_id = sign_in_and_create_workflow(port)
-    headers = {"Cookie": cookie, "Origin": "http://127.0.0.1"}
+    headers = {"Cookie": cookie}
     path = f"/ws/workflows/{workflow_id}/?format=json"
     async with connect(f"ws://127.0.0.1:{port}{path}", additional_headers=headers) as socket:
         await socket.send(json.dumps({"action": "send", "text": "Think it over"}))

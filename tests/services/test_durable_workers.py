@@ -9,13 +9,13 @@ import json
 import time
 
 import pytest
-from websockets.asyncio.client import connect
 
 from tests.live import is_final
 from tests.services.test_scale_out import THINK, make_cluster
 from tests.support.apps import sign_in_and_create_workflow
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
 from tests.support.replies import params, review, stop, taskplan
+from tests.support.sockets import connect
 
 pytestmark = pytest.mark.services
 
@@ -67,7 +67,7 @@ def cluster(postgres_url, redis_url, tmp_path, model):
 
 async def send_and_watch(port: int, cookie: str, workflow_id: int, text: str) -> list[dict]:
     """Send one message and read its events to the final status."""
-    headers = {"Cookie": cookie, "Origin": "http://127.0.0.1"}
+    headers = {"Cookie": cookie}
     url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
     events: list[dict] = []
     async with connect(url, additional_headers=headers) as socket:
@@ -124,7 +124,7 @@ async def test_a_round_sent_while_no_worker_runs_starts_when_one_comes_up(cluste
     when no worker listens) and runs when a worker starts."""
     port = cluster.web()
     cookie, workflow_id = sign_in_and_create_workflow(port)
-    headers = {"Cookie": cookie, "Origin": "http://127.0.0.1"}
+    headers = {"Cookie": cookie}
     url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
     async with connect(url, additional_headers=headers) as socket:
         await socket.send(json.dumps({"action": "send", "text": "Think while nobody works"}))

@@ -9,13 +9,13 @@ import json
 import time
 
 import pytest
-from websockets.asyncio.client import connect
 
 from tests.live import is_final
 from tests.services.test_scale_out import make_cluster
 from tests.support.apps import sign_in_and_create_workflow
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
 from tests.support.replies import params, review, select, stop, taskplan
+from tests.support.sockets import connect
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.services
@@ -55,7 +55,7 @@ async def test_a_redis_interruption_neither_fails_the_run_nor_hides_its_end(
             runner = cluster.web(REDIS_URL=proxied)
             viewer = cluster.web()
             cookie, workflow_id = sign_in_and_create_workflow(viewer)
-            headers = {"Cookie": cookie, "Origin": "http://127.0.0.1"}
+            headers = {"Cookie": cookie}
             path = f"/ws/workflows/{workflow_id}/?format=json"
             async with connect(
                 f"ws://127.0.0.1:{viewer}{path}", additional_headers=headers

@@ -7,12 +7,12 @@ import asyncio
 import json
 
 import pytest
-from websockets.asyncio.client import connect
 
 from tests.live import is_final as final
 from tests.support.apps import AppProcesses, app_env, sign_in_and_create_workflow
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
 from tests.support.replies import params, select, stop, taskplan
+from tests.support.sockets import connect
 
 pytestmark = pytest.mark.services
 
@@ -69,7 +69,7 @@ async def test_viewer_on_one_process_sees_and_stops_a_run_on_the_other(cluster):
     # web.search is not in the catalog here (no provider): select an action that is.
     model.add(taskplan("Think"), select("ai.process"), FakeReply(content="{}", delay=60))
     cookie, workflow_id = sign_in_and_create_workflow(port_a)
-    headers = {"Cookie": cookie, "Origin": "http://127.0.0.1"}
+    headers = {"Cookie": cookie}
     path = f"/ws/workflows/{workflow_id}/?format=json"
     async with (
         connect(f"ws://127.0.0.1:{port_a}{path}", additional_headers=headers) as viewer,
@@ -102,7 +102,7 @@ async def test_worker_runs_the_round_and_the_web_process_streams_it(worker_clust
     model, port, worker, cluster = worker_cluster
     model.add(taskplan("Think"), select("ai.process"), FakeReply(content="{}", delay=60))
     cookie, workflow_id = sign_in_and_create_workflow(port)
-    headers = {"Cookie": cookie, "Origin": "http://127.0.0.1"}
+    headers = {"Cookie": cookie}
     url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
     async with connect(url, additional_headers=headers) as socket:
         await socket.send(json.dumps({"action": "send", "text": "Think hard"}))
@@ -129,7 +129,7 @@ async def test_sigterm_hands_a_workers_round_back_and_another_resumes_it(worker_
         "Done.",
     )
     cookie, workflow_id = sign_in_and_create_workflow(port)
-    headers = {"Cookie": cookie, "Origin": "http://127.0.0.1"}
+    headers = {"Cookie": cookie}
     url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
     async with connect(url, additional_headers=headers) as socket:
         await socket.send(json.dumps({"action": "send", "text": "Think hard"}))
