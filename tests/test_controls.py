@@ -4,6 +4,7 @@ The model is the real openai client against the localhost fake model server.
 """
 
 import json
+import time
 
 import pytest
 from channels.db import database_sync_to_async
@@ -224,4 +225,37 @@ async def test_a_run_cancelled_by_the_server_says_so(alice, model, durable):
     events = await receive_until(communicator, is_final)
     assert events[-1]["payload"]["status"] == "stopped"
     assert events[-1]["payload"]["reason"] == "Interrupted: the server stopped."
+    await communicator.disconnect()
+
+
+async def test_an_unanswered_question_ends_with_the_time_budget(alice, model, settings):
+    """Nobody answers "continue?": the wait ends when the round's time budget is spent (2 s
+    here), not after the host's 15-minute limit; the task stops at its step limit."""
+    settings.POWERON_TIME_BUDGET = 2
+    workflow, upload = await workflow_with_upload(alice, max_steps=1)
+    model.add(taskplan("Summarise"), *extract_step(UPLOAD), cont(), review("failed"), "Partial.")
+    communicator = await start(alice, workflow, upload)
+    await receive_until(communicator, lambda e: e["type"] == "ask")
+    asked = time.monotonic()
+    events = await receive_until(communicator, is_final, timeout=20)
+    assert time.monotonic() - asked < 10
+    answered = [e["payload"] for e in events if e["type"] == "ask"]
+    assert answered and answered[0]["granted"] == 0
+    await communicator.disconnect()
+
+
+async def test_an_unanswered_approval_ends_with_the_time_budget(alice, model, settings):
+    """An action waiting for approval that never comes is rejected once the round's time
+    budget (2 s here) is spent, not after 15 minutes."""
+    settings.POWERON_APPROVAL_METHODS = ["document.extract"]
+    settings.POWERON_TIME_BUDGET = 2
+    workflow, upload = await workflow_with_upload(alice)
+    model.add(taskplan("Summarise"), *extract_step(UPLOAD), stop(False), "Answer.")
+    communicator = await start(alice, workflow, upload)
+    await receive_until(communicator, lambda e: e["type"] == "approval")
+    asked = time.monotonic()
+    events = await receive_until(communicator, is_final, timeout=20)
+    assert time.monotonic() - asked < 10
+    decided = [e["payload"]["status"] for e in events if e["type"] == "approval"]
+    assert decided and decided[0] != "approved"
     await communicator.disconnect()
