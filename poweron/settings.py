@@ -47,6 +47,15 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def proxy_ssl_header(value: str) -> tuple[str, str] | None:
+    """`X-Forwarded-Proto` (or `X-Forwarded-Proto: https`): the header by which the proxy
+    says the browser used https, as Django's SECURE_PROXY_SSL_HEADER wants it."""
+    name, _, expected = value.partition(":")
+    if not name.strip():
+        return None
+    return "HTTP_" + name.strip().upper().replace("-", "_"), expected.strip() or "https"
+
+
 def development_secret_key() -> str:
     """Generate a secret key once into an ignored local file, so sessions survive restarts."""
     path = VAR_DIR / ".secret_key"
@@ -62,7 +71,18 @@ def development_secret_key() -> str:
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY") or development_secret_key()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+# Origins (scheme://host[:port]) trusted besides the app's own, for forms and for sockets.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+# HTTPS in production (README, "Running in production"); all off for `make run` on plain http.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header(os.environ.get("SECURE_PROXY_SSL_HEADER", ""))
+
 
 INSTALLED_APPS = [
     "daphne",
