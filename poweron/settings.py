@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "workflows",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -107,6 +109,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a locked-out sign-in into its refusal page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "poweron.urls"
@@ -175,6 +179,20 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "workflows:home"
 LOGOUT_REDIRECT_URL = "login"
+# Login throttling (django-axes, its records in the database, so every process sees them):
+# after this many failed sign-ins for one username from one address, signing in is refused
+# for the cool-off, even with the right password. 0 turns it off.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("POWERON_LOGIN_FAILURE_LIMIT", 5)
+AXES_ENABLED = AXES_FAILURE_LIMIT > 0
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("POWERON_LOGIN_COOLOFF_SECONDS", 900))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "poweron.lockout.login_refused"
+AXES_VERBOSE = False
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -225,6 +243,10 @@ POWERON_DBOS_DATABASE_URL = os.environ.get("POWERON_DBOS_DATABASE_URL", "")
 POWERON_FAILOVER_SECONDS = env_float("POWERON_FAILOVER_SECONDS", 60.0)
 POWERON_QUEUE_POLL_SECONDS = env_float("POWERON_QUEUE_POLL_SECONDS", 1.0)
 POWERON_MAX_RUNS_PER_USER = env_int("POWERON_MAX_RUNS_PER_USER", 4)
+# Rates per user over the last hour, counted from the database (so across processes): files
+# uploaded, and messages that start a round. 0: no limit.
+POWERON_MAX_UPLOADS_PER_HOUR = env_int("POWERON_MAX_UPLOADS_PER_HOUR", 100)
+POWERON_MAX_ROUNDS_PER_HOUR = env_int("POWERON_MAX_ROUNDS_PER_HOUR", 60)
 # A viewer that heard nothing for this long asks the database for events the layer dropped.
 POWERON_CATCH_UP_SECONDS = env_float("POWERON_CATCH_UP_SECONDS", 3.0)
 
