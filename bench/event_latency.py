@@ -201,8 +201,9 @@ class Viewer:
         away reaches it by replay, and its wait is not delivery latency."""
 
     async def watch(self, start: asyncio.Event, send: dict[str, Any] | None) -> None:
-        from tests.support.sockets import connect
         from websockets.exceptions import ConnectionClosed, InvalidHandshake
+
+        from tests.support.sockets import connect
 
         last, drop_at = 0, (random.uniform(0.5, 4.0) if self.reconnect else None)
         headers = {"Cookie": self.cookie}

@@ -146,6 +146,23 @@
     });
   }
 
+  // The per-step bars arrive with their heights as data: the CSP allows no style
+  // attributes in HTML, but a script may set element.style.
+  const iterations = document.getElementById("iterations");
+  function sizeBars() {
+    iterations.querySelectorAll(".bar[data-height]:not([data-sized])").forEach((bar) => {
+      bar.style.height = parseInt(bar.dataset.height, 10) + "px";
+      bar.dataset.sized = "1";
+    });
+  }
+  if (iterations) {
+    new MutationObserver(sizeBars).observe(iterations, { childList: true, subtree: true });
+    sizeBars();
+  }
+
+  const attach = document.getElementById("attach-button");
+  if (attach) attach.addEventListener("click", () => document.getElementById("file-picker").click());
+
   // Drag and drop onto the chat uploads like the file picker does.
   const drop = document.getElementById("dropzone");
   const picker = document.getElementById("file-picker");

@@ -70,6 +70,14 @@ document.addEventListener("htmx:oobErrorNoTarget", (e) => {
 """
 
 
+CSP_WATCH = """
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.__reportCsp(`${e.violatedDirective} blocked ${e.blockedURI || "inline"} ` +
+    `at ${e.sourceFile}:${e.lineNumber} ${e.sample || ""}`);
+});
+"""
+
+
 @pytest.fixture
 def page(app_url):
     require_chromium()
@@ -82,10 +90,20 @@ def page(app_url):
             viewport={"width": 1280, "height": 900}, accept_downloads=True
         )
         context.add_init_script(OOB_WATCH)  # every out-of-band swap must find its target
+        # Every Content-Security-Policy violation, on every page loaded, fails the test.
+        violations: list[str] = []
+        context.expose_binding("__reportCsp", lambda _source, text: violations.append(text))
+        context.add_init_script(CSP_WATCH)
         page = context.new_page()
+        page.on(
+            "console",
+            lambda m: "Content Security Policy" in m.text and violations.append(m.text),
+        )
         page.set_default_timeout(20_000)
         try:
             yield page
+            page.evaluate("() => new Promise((done) => setTimeout(done, 0))")  # flush reports
+            assert violations == [], violations
         finally:
             page.screenshot(path=ARTIFACTS / "last.png")
             context.close()
@@ -118,7 +136,10 @@ def first_round_script() -> list:
 def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     """Sign in, upload, watch steps arrive one by one, reload mid-run, stop a second run,
     and download the produced report."""
-    page.goto(app_url)
+    response = page.goto(app_url)
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "style-src 'self'" in policy
+    assert "unsafe" not in policy
     page.screenshot(path=ARTIFACTS / "01-login.png")
     page.fill("input[name=username]", "alice")
     page.fill("input[name=password]", PASSWORD)
@@ -152,6 +173,11 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     assert ANSWER in page.inner_text("#answer-round1_answer")
     # The answer links the documents that really exist, from the host.
     assert "notes_report.pdf" in page.inner_text("#answer-round1_answer .answer-documents")
+    # The per-step bars got their heights from their data (no style attribute in the HTML).
+    heights = page.eval_on_selector_all(
+        "#iterations .bar", "bars => bars.map(b => [b.dataset.height + 'px', b.style.height])"
+    )
+    assert heights and all(wanted == shown for wanted, shown in heights), heights
     page.locator("#timeline").evaluate("el => el.scrollTop = 0")
     page.screenshot(path=ARTIFACTS / "03-completed.png")
 

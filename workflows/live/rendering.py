@@ -36,7 +36,7 @@ from workflows.engine.events import (
     ThoughtEvent,
     UsageEvent,
 )
-from workflows.markdown import render_markdown
+from workflows.markdown import render_markdown_for_page
 
 CHART_PX = 48
 CHART_FULL_MS = 20_000
@@ -64,7 +64,7 @@ def render_event(envelope: Envelope) -> str:
     match event:
         case MessageEvent():
             if event.role in ("assistant", "system"):
-                extra["html"] = mark_safe(render_markdown(event.content))  # noqa: S308
+                extra["html"] = mark_safe(render_markdown_for_page(event.content))  # noqa: S308
         case StepEvent():
             extra["bars"] = chart_bars(event.durationMs, event.tokens)
         case StatusEvent():
