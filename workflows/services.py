@@ -18,6 +18,7 @@ from django.utils.text import get_valid_filename
 from workflows.contract import Envelope, payload_of
 from workflows.engine.events import MessageEvent
 
+from . import rates
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
 
 
@@ -230,14 +231,18 @@ def round_open(
     document_ids: list[int],
     queued: bool = False,
     max_runs: int = 0,
+    max_rounds_per_hour: int = 0,
 ) -> tuple[ChatWorkflow, ChatMessage, Envelope]:
     """Claim an idle workflow for a new round, store the user's message with its event, and
     attach its uploads. The message is on record before any run starts.
 
     One run per workflow: the status update is a compare-and-set, so a second start loses.
-    At most `max_runs` runs per user at once (0: no limit).
+    At most `max_runs` runs per user at once, and `max_rounds_per_hour` rounds started per
+    user in the last hour (0: no limit).
     """
     with transaction.atomic():
+        if refusal := rates.round_refusal(user=owner, limit=max_rounds_per_hour):
+            raise WorkflowBusy(refusal)
         going = ChatWorkflow.objects.filter(owner=owner, status__in=ChatWorkflow.ACTIVE_STATUSES)
         if max_runs and going.exclude(pk=workflow_id).count() >= max_runs:
             runs = f"{max_runs} run{'s' if max_runs != 1 else ''}"

@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_POST
 
-from . import exports, selectors, services
+from . import exports, rates, selectors, services
 from .execution import setup
 from .forms import ConnectionForm, WorkflowCreateForm
 
@@ -90,6 +90,11 @@ def document_upload(request: HttpRequest, workflow_id: int) -> HttpResponse:
         errors.append("Choose at least one file.")
     if errors:
         return render(request, "workflows/_uploads.html", {"errors": errors}, status=400)
+    refusal = rates.upload_refusal(
+        user=request.user, adding=len(files), limit=settings.POWERON_MAX_UPLOADS_PER_HOUR
+    )
+    if refusal:
+        return render(request, "workflows/_uploads.html", {"errors": [refusal]}, status=429)
     documents = [
         services.document_upload(
             workflow=workflow,

@@ -43,6 +43,7 @@ async def start_round(*, workflow_id: int, user, text: str, document_ids: list[i
             document_ids=document_ids,
             queued=queued,
             max_runs=settings.POWERON_MAX_RUNS_PER_USER,
+            max_rounds_per_hour=settings.POWERON_MAX_ROUNDS_PER_HOUR,
         )
     except services.WorkflowBusy as busy:
         raise CommandRefused(str(busy)) from busy
