@@ -451,6 +451,7 @@ def main() -> None:
         POWERON_RUNNER="worker",
         POWERON_WORKER_CONCURRENCY=str(max(sizes)),
         POWERON_MAX_RUNS_PER_USER="0",
+        POWERON_MAX_ROUNDS_PER_HOUR="0",
         POWERON_QUEUE_POLL_SECONDS="0.2",
         SECRET_KEY=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="127.0.0.1",
