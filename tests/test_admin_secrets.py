@@ -116,3 +116,15 @@ def test_exports_never_carry_a_secret(alice):
     workflow = workflow_with_history(alice)
     for rendered in (exports.workflow_as_markdown(workflow), exports.workflow_as_json(workflow)):
         assert SECRET not in str(rendered)
+
+
+def test_a_refused_connection_form_does_not_echo_the_secret(alice_client, alice):
+    """A form sent back with an error (a duplicate label) leaves the secret field empty."""
+    services.connection_create(owner=alice, label="search", kind="tavily", secret=SECRET)
+    response = alice_client.post(
+        reverse("workflows:connections"),
+        {"label": "search", "kind": "tavily", "secret": "tvly-TYPED-AGAIN"},
+    )
+    assert response.status_code == 400
+    assert "tvly-TYPED-AGAIN" not in response.content.decode()
+    assert SECRET not in response.content.decode()
