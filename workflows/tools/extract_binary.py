@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 from typing import Any
 
 import docx
-from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import fromstring as defused_fromstring
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 from pypdf import PdfReader
 
+from .docx_archive import checked_docx
 from .extracted import Extracted, ExtractionError, Limits, Section, markdown_table
 
 # --- PDF ---------------------------------------------------------------------------------
@@ -54,52 +52,9 @@ def parse_pdf(data: bytes, limits: Limits) -> Extracted:
 # --- DOCX --------------------------------------------------------------------------------
 
 
-def check_docx_archive(data: bytes, limits: Limits) -> None:
-    """Reject zip bombs and XML entity bombs before python-docx parses anything.
-
-    zipfile never reads more than a member's declared size, so checking the declared sizes
-    bounds what python-docx will inflate.
-    """
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise ExtractionError("not a valid DOCX file (it is not a zip archive)") from None
-    with archive:
-        members = archive.infolist()
-        if len(members) > limits.max_zip_entries:
-            raise ExtractionError(f"the DOCX archive has too many entries ({len(members):,})")
-        declared = sum(member.file_size for member in members)
-        if declared > limits.max_zip_bytes:
-            raise ExtractionError(
-                f"the DOCX archive would expand to {declared:,} bytes "
-                f"(the limit is {limits.max_zip_bytes:,})"
-            )
-        for member in members:
-            ratio = member.file_size / max(member.compress_size, 1)
-            if member.file_size > 1_000_000 and ratio > limits.max_zip_ratio:
-                raise ExtractionError(f"the DOCX part {member.filename} is a compression bomb")
-        if "word/document.xml" not in archive.namelist():
-            raise ExtractionError("not a valid DOCX file (word/document.xml is missing)")
-        for member in members:
-            if member.filename.endswith((".xml", ".rels")):
-                _check_xml(member.filename, archive.read(member))
-
-
-def _check_xml(name: str, part: bytes) -> None:
-    try:
-        defused_fromstring(part, forbid_dtd=True)
-    except DefusedXmlException:
-        raise ExtractionError(
-            f"the DOCX part {name} declares a DTD or entities, which DOCX never needs"
-        ) from None
-    except Exception as error:
-        raise ExtractionError(f"the DOCX part {name} is not well-formed XML ({error})") from None
-
-
 def parse_docx(data: bytes, limits: Limits) -> Extracted:
-    """Sections at headings, tables as Markdown, after the archive passed its checks."""
-    check_docx_archive(data, limits)
-    document = docx.Document(io.BytesIO(data))
+    """Sections at headings, tables as Markdown, read from the archive's checked parts."""
+    document = docx.Document(io.BytesIO(checked_docx(data, limits)))
     sections: list[Section] = []
     title = "Introduction"
     lines: list[str] = []

@@ -46,18 +46,33 @@ class Limits:
     max_pages: int = 300
     max_zip_entries: int = 2_000
     max_zip_bytes: int = 100_000_000
-    """Sum of the declared uncompressed sizes of a DOCX archive."""
+    """What a DOCX archive's members may inflate to, together (counted as they inflate)."""
     max_zip_ratio: int = 200
-    """Largest compression ratio a single archive member may claim."""
+    """Largest compression ratio a single archive member (over 1 MB) may have."""
+    max_xml_elements: int = 1_000_000
+    """XML elements a DOCX may hold, all its parts together."""
+    max_xml_depth: int = 200
+    """How deeply a DOCX's XML elements may nest."""
+    max_memory: int = 512_000_000
+    """Address space the parsing child process may add to what it starts with."""
+    max_seconds: float = 30.0
+    """Wall-clock time one document's parse may take before its process is killed."""
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> Limits:
-        """Limits from the host's tool settings (document_max_bytes/_chars/_pages)."""
+        """Limits from the host's tool settings (document_max_bytes, _max_chars, _max_pages,
+        _max_xml_elements, _parse_memory_mb, _parse_timeout)."""
         default = cls()
+        memory_mb = settings.get("document_parse_memory_mb", default.max_memory // 1_000_000)
         return cls(
             max_bytes=int(settings.get("document_max_bytes", default.max_bytes)),
             max_chars=int(settings.get("document_max_chars", default.max_chars)),
             max_pages=int(settings.get("document_max_pages", default.max_pages)),
+            max_xml_elements=int(
+                settings.get("document_max_xml_elements", default.max_xml_elements)
+            ),
+            max_memory=int(memory_mb) * 1_000_000,
+            max_seconds=float(settings.get("document_parse_timeout", default.max_seconds)),
         )
 
 
