@@ -56,6 +56,15 @@ async def settled_rounds(runs) -> None:
 
 
 @pytest.fixture
+def model(fake_openai, settings):
+    """The app talks to the fake model server through the real openai client (modules with
+    a model of their own define their own `model`)."""
+    settings.POWERON_LLM_BASE_URL = fake_openai.url
+    settings.POWERON_LLM_API_KEY = "sk-test-not-real"
+    return fake_openai
+
+
+@pytest.fixture
 def alice(django_user_model):
     return django_user_model.objects.create_user(username="alice", password="alice-pass-123")
 

@@ -10,34 +10,15 @@ import pytest
 from channels.db import database_sync_to_async
 
 from tests.live import connect, is_final, receive_until
+from tests.support.chat_app import workflow_with_upload
 from tests.support.fake_openai import FakeReply
 from tests.support.replies import cont, extract_step, review, stop, taskplan
-from workflows import services
 from workflows.execution import launcher
 from workflows.models import ChatMessage, ChatWorkflow
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("durable")]
 
 UPLOAD = "docList:round1_upload"
-
-
-@pytest.fixture
-def model(fake_openai, settings):
-    """The app talks to the fake model server through the real openai client."""
-    settings.POWERON_LLM_BASE_URL = fake_openai.url
-    settings.POWERON_LLM_API_KEY = "sk-test-not-real"
-    return fake_openai
-
-
-@database_sync_to_async
-def workflow_with_upload(owner, **fields):
-    workflow = services.workflow_create(owner=owner, **fields)
-    upload = services.document_upload(
-        workflow=workflow,
-        name="notes.md",
-        data=b"# Notes\n\nRevenue grew 12 percent. Costs fell 3 percent.",
-    )
-    return workflow, upload
 
 
 async def start(alice, workflow, upload):

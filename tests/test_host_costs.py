@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from channels.db import database_sync_to_async
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from tests.support.chat_app import workflow_with_upload
 from tests.support.replies import extract_step, params, review, stop, taskplan
 from workflows import services
 from workflows.engine.events import PlanEvent, StatusEvent, UsageEvent
@@ -16,20 +16,6 @@ from workflows.live import broadcast
 from workflows.models import ChatWorkflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def model(fake_openai, settings):
-    settings.POWERON_LLM_BASE_URL = fake_openai.url
-    settings.POWERON_LLM_API_KEY = "sk-test-not-real"
-    return fake_openai
-
-
-@database_sync_to_async
-def workflow_with_upload(owner):
-    workflow = services.workflow_create(owner=owner)
-    upload = services.document_upload(workflow=workflow, name="n.md", data=b"# Notes\n\nText.")
-    return workflow, upload
 
 
 def policy(body: dict) -> object:

@@ -6,6 +6,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from tests.live import connect, is_final, receive_until
+from tests.support.chat_app import workflow_with_upload
 from tests.support.fake_openai import FakeReply
 from tests.support.replies import extract_step, stop, taskplan
 from workflows import services
@@ -17,20 +18,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 
 WORDS = 600
 ANSWER = " ".join(f"w{n}" for n in range(WORDS))
-
-
-@pytest.fixture
-def model(fake_openai, settings):
-    settings.POWERON_LLM_BASE_URL = fake_openai.url
-    settings.POWERON_LLM_API_KEY = "sk-test-not-real"
-    return fake_openai
-
-
-@database_sync_to_async
-def workflow_with_upload(owner):
-    workflow = services.workflow_create(owner=owner)
-    upload = services.document_upload(workflow=workflow, name="n.md", data=b"# Notes\n\nText.")
-    return workflow, upload
 
 
 def streamed_text(events) -> str:
