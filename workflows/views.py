@@ -55,6 +55,7 @@ def workflow_detail(request: HttpRequest, workflow_id: int) -> HttpResponse:
             "workflows": selectors.workflow_list(user=request.user),
             "messages_list": selectors.message_list(workflow=workflow),
             "form": WorkflowCreateForm(),
+            "max_upload_bytes": settings.POWERON_MAX_UPLOAD_BYTES,
             "tools": setup.tool_overview(
                 connection_kinds=selectors.connection_kinds(user=request.user)
             ),

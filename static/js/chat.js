@@ -138,11 +138,30 @@
   // An upload's refusal (too large, too many, no file) is an HTML fragment to show.
   const uploadForm = document.getElementById("upload-form");
   if (uploadForm) {
-    uploadForm.addEventListener("htmx:beforeSwap", function (evt) {
+    // Fired on the target (#attachments, outside the form): match the request's element.
+    document.body.addEventListener("htmx:beforeSwap", function (evt) {
+      if (evt.detail.elt !== uploadForm && evt.detail.requestConfig?.elt !== uploadForm) return;
       if ([400, 413, 429].includes(evt.detail.xhr.status)) {
         evt.detail.shouldSwap = true;
         evt.detail.isError = false;
       }
+    });
+    // Files past the limit are not sent at all: the server would answer 413 before reading
+    // them, but a browser still sending may report a reset connection instead.
+    uploadForm.addEventListener("htmx:confirm", function (evt) {
+      const limit = Number(uploadForm.dataset.maxBytes || 0);
+      const files = Array.from(document.getElementById("file-picker").files);
+      if (!limit || files.reduce((sum, file) => sum + file.size, 0) <= limit) return;
+      evt.preventDefault();
+      const list = document.createElement("ul");
+      list.className = "upload-errors";
+      list.setAttribute("role", "alert");
+      const item = document.createElement("li");
+      item.className = "error";
+      item.textContent = uploadForm.dataset.tooLarge;
+      list.append(item);
+      document.getElementById("attachments").append(list);
+      document.getElementById("file-picker").value = "";
     });
   }
 

@@ -51,9 +51,12 @@ def model() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture
-def app_url(model, tmp_path) -> Iterator[str]:
-    """A real Daphne serving the app on a fresh SQLite database, talking to the fake model."""
-    app = AppProcesses(app_env(tmp_path, model.url, POWERON_LLM_MODEL="fake-model"), tmp_path)
+def app_url(model, tmp_path, request) -> Iterator[str]:
+    """A real Daphne serving the app on a fresh SQLite database, talking to the fake model
+    (with the settings of an indirect parameter, if any)."""
+    extra = getattr(request, "param", {})
+    env = app_env(tmp_path, model.url, POWERON_LLM_MODEL="fake-model", **extra)
+    app = AppProcesses(env, tmp_path)
     try:
         yield f"http://127.0.0.1:{app.web()}"
     finally:
@@ -248,6 +251,11 @@ def test_at_max_steps_the_page_asks_and_continues(page, app_url, model, tmp_path
     assert page.inner_text("#wf-title") == "Summarise my notes"  # named by its first message
     page.screenshot(path=ARTIFACTS / "05-asked-and-continued.png")
 
+    # Admin works under the same policy (the fixture fails the test on any violation).
+    for path in ["/admin/", "/admin/workflows/chatworkflow/", "/admin/workflows/connection/add/"]:
+        page.goto(app_url + path)
+        page.wait_for_selector("#content")
+
 
 STILL_GOING = "/\\b(running|started|pending)\\b|writing…|choosing an action…/i"
 
@@ -330,3 +338,27 @@ def test_failures_and_a_stop_show_in_their_steps_and_every_badge_settles(page, a
     settled_everywhere(page)
     page.locator("#timeline").evaluate("el => el.scrollTop = 0")
     page.screenshot(path=ARTIFACTS / "08-reloaded-failed-and-stopped.png")
+
+
+@pytest.mark.parametrize(
+    "app_url",
+    [{"POWERON_MAX_UPLOAD_BYTES": "1024", "POWERON_MAX_UPLOADS_PER_HOUR": "1"}],
+    indirect=True,
+)
+def test_refused_uploads_say_why_on_the_page(page, app_url, tmp_path):
+    """A file past the size limit is refused on the page before it is sent; one past the
+    hourly rate is refused by the server (429) and its message shown too."""
+    sign_in_to_new_workflow(page, app_url)
+    large = tmp_path / "large.txt"
+    large.write_bytes(b"x" * 2048)
+    page.set_input_files("#file-picker", str(large))
+    alert = page.wait_for_selector(".upload-errors")
+    assert "The upload is too large: at most 1.0" in alert.inner_text()
+    small = tmp_path / "small.txt"
+    small.write_text("ok")
+    page.set_input_files("#file-picker", str(small))
+    page.wait_for_selector(".upload-chip")
+    other = tmp_path / "other.txt"
+    other.write_text("ok")
+    page.set_input_files("#file-picker", str(other))
+    page.wait_for_selector("text=Upload limit reached: at most 1 file an hour.")
