@@ -9,6 +9,7 @@ from Django's SecurityMiddleware and XFrameOptionsMiddleware.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.utils.deprecation import MiddlewareMixin
 
 CONTENT_SECURITY_POLICY = "; ".join(
@@ -47,6 +48,8 @@ class SecurityHeadersMiddleware(MiddlewareMixin):
     async alike, so it costs ASGI requests no thread hop)."""
 
     def process_response(self, request, response):
-        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        # Django's debug error pages (DEBUG only) are styled and scripted inline.
+        if not (settings.DEBUG and response.status_code >= 400):
+            response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         response.headers.setdefault("Permissions-Policy", PERMISSIONS_POLICY)
         return response

@@ -80,3 +80,15 @@ def test_markdown_table_alignment_becomes_a_class():
     assert '<td class="align-right">2</td>' in page
     assert '<th class="align-center">c</th>' in page
     assert "style=" not in page
+
+
+def test_debug_error_pages_keep_their_inline_styles(alice_client, settings):
+    """Under DEBUG (`make run`) Django's inline-styled error pages are left without the
+    policy; every other response keeps it."""
+    settings.DEBUG = True
+    missing = alice_client.get("/no-such-page/")
+    assert missing.status_code == 404
+    assert "Content-Security-Policy" not in missing.headers
+    assert "Content-Security-Policy" in alice_client.get(reverse("workflows:home")).headers
+    settings.DEBUG = False
+    assert "Content-Security-Policy" in alice_client.get("/no-such-page/").headers
