@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from poweron.bodylimit import BodyLimitMiddleware
 from tests.support.apps import AppProcesses, app_env, sign_in_and_create_workflow
 from tests.support.fake_openai import FakeOpenAIServer
 
@@ -118,3 +119,59 @@ def test_upload_within_the_limit_still_works(app):
         )
     assert response.status_code == 200
     assert "notes.txt" in response.text
+
+
+async def asgi_call(app, headers, bodies):
+    """Call an ASGI app with a POST whose body arrives in `bodies`; what it sent, and how
+    many body messages it read."""
+    messages = [{"type": "http.request", "body": b, "more_body": True} for b in bodies]
+    messages[-1]["more_body"] = False
+    read = 0
+    sent = []
+
+    async def receive():
+        nonlocal read
+        read += 1
+        return messages[read - 1]
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": headers}
+    await app(scope, receive, send)
+    return sent, read
+
+
+async def reads_everything(scope, receive, send):
+    """An app that reads the whole body, then answers 200."""
+    while (await receive()).get("more_body"):
+        pass
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+async def test_middleware_refuses_a_declared_length_without_reading(settings):
+    """Under a server that streams the body, a too large Content-Length is answered 413
+    before the first body message is read."""
+    settings.POWERON_MAX_UPLOAD_BYTES = LIMIT
+    app = BodyLimitMiddleware(reads_everything)
+    sent, read = await asgi_call(app, [(b"content-length", b"%d" % 1024**3)], [b"x"])
+    assert sent[0]["status"] == 413
+    assert read == 0
+
+
+async def test_middleware_cuts_a_streamed_body_at_the_limit(settings):
+    """A body without a length is answered 413 as soon as it passes the limit; the rest is
+    not read."""
+    settings.POWERON_MAX_UPLOAD_BYTES = LIMIT
+    app = BodyLimitMiddleware(reads_everything)
+    sent, read = await asgi_call(app, [], [b"x" * MB] * 10)
+    assert sent[0]["status"] == 413
+    assert read == 2
+
+
+async def test_middleware_lets_a_body_within_the_limit_through(settings):
+    """A body under the limit reaches the app."""
+    settings.POWERON_MAX_UPLOAD_BYTES = LIMIT
+    sent, _ = await asgi_call(BodyLimitMiddleware(reads_everything), [], [b"x" * 1000] * 3)
+    assert sent[0]["status"] == 200
