@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import threading
-
 from tests.tools._documents_helpers import context, encrypt_pdf, make_pdf, sample_files
+from tests.tools._hostile_files import wide_xml_docx
 from workflows.engine.contracts import ModelUnavailable, catalog_line
 from workflows.engine.demo import DemoLLM
 from workflows.engine.testing import ScriptedLLM
-from workflows.tools import mapreduce
 from workflows.tools.documents import DocumentExtract, DocumentExtractParameters
+from workflows.tools.extract import DOCX_MIME
 
 FENCE = "<<<UNTRUSTED DATA from"
 
@@ -157,19 +156,11 @@ async def test_demo_model_returns_plain_extraction_and_says_so():
     assert result.notes[0].startswith("demo model: no language model is configured")
 
 
-async def test_a_parser_that_stalls_is_reported_not_awaited_forever(monkeypatch):
+async def test_a_parser_that_stalls_is_reported_not_awaited_forever():
     """Parsing past document_parse_timeout gives up on that document with a note."""
-    release = threading.Event()
-
-    def stalled(data, **kwargs):
-        release.wait(5)
-
-    monkeypatch.setattr(mapreduce, "extract", stalled)
-    ctx = context(("slow.pdf", "application/pdf", b"%PDF-"))
-    ctx.settings["document_parse_timeout"] = 0.05
-    try:
-        result = await DocumentExtract().run(DocumentExtractParameters(), ctx)
-    finally:
-        release.set()
+    ctx = context(("slow.docx", DOCX_MIME, wide_xml_docx()))
+    ctx.settings["document_parse_timeout"] = 0.5
+    ctx.settings["document_max_xml_elements"] = 10**9
+    result = await DocumentExtract().run(DocumentExtractParameters(), ctx)
     assert not result.success
-    assert result.error == "slow.pdf took longer than 0.05 s to read"
+    assert result.error == "slow.docx: parsing took longer than 0.5 s"

@@ -86,7 +86,10 @@ def extract(data: bytes, *, name: str, mime: str, limits: Limits | None = None) 
     except RecursionError:
         raise ExtractionError(f"{name}: the {kind} structure is nested too deeply") from None
     except MemoryError:
-        raise ExtractionError(f"{name}: the {kind} content is too large to read") from None
+        raise ExtractionError(
+            f"{name}: reading the {kind} content needs more than "
+            f"{limits.max_memory / 1_000_000:g} MB of memory"
+        ) from None
     except Exception as error:  # A parser choking on a malformed file is an expected outcome.
         detail = str(error)[:200] or type(error).__name__
         raise ExtractionError(f"{name} is not a readable {kind} file ({detail})") from None

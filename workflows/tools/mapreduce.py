@@ -8,7 +8,6 @@ Every piece of document text and every note derived from it is fenced as untrust
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,12 +15,11 @@ from dataclasses import dataclass, field
 from workflows.engine.contracts import LLM, ActionContext, DocumentRef, Message, untrusted
 from workflows.engine.demo import DEMO_LABEL
 
-from .extract import extract
 from .extracted import Extracted, ExtractionError, Limits
+from .isolation import extract_isolated
 
 DEFAULT_CHUNK_CHARS = 12_000
 DEFAULT_MAX_CHUNKS = 24
-DEFAULT_PARSE_TIMEOUT = 30.0
 _MAX_REDUCE_LEVELS = 3
 
 SAFETY = (
@@ -94,23 +92,16 @@ def max_chunks(ctx: ActionContext) -> int:
 async def read_sources(ctx: ActionContext) -> tuple[list[Source], list[str]]:
     """Read and parse every input document; unreadable ones come back as error messages."""
     limits = Limits.from_settings(ctx.settings)
-    timeout = float(ctx.settings.get("document_parse_timeout", DEFAULT_PARSE_TIMEOUT))
     sources: list[Source] = []
     failures: list[str] = []
     for ref in ctx.documents:
         data = await ctx.store.read(ref)
         try:
-            # Parsing is CPU-bound; a thread keeps the event loop (and other workflows) live.
-            # A parser that stalls cannot be killed, but the action stops waiting for it.
-            extracted = await asyncio.wait_for(
-                asyncio.to_thread(extract, data, name=ref.name, mime=ref.mime, limits=limits),
-                timeout,
-            )
+            # In a child process with a memory and a time limit, killed when either is
+            # exceeded or the action is cancelled: never in this process, never left running.
+            extracted = await extract_isolated(data, name=ref.name, mime=ref.mime, limits=limits)
         except ExtractionError as error:
             failures.append(str(error))
-            continue
-        except TimeoutError:
-            failures.append(f"{ref.name} took longer than {timeout:g} s to read")
             continue
         sources.append(Source(ref, extracted))
     return sources, failures
