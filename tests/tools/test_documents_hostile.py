@@ -133,3 +133,11 @@ def test_csv_with_an_oversized_field_is_a_clear_error():
     data = b'a,b\n"' + b"x" * 200_000 + b'",1\n'
     with pytest.raises(ExtractionError, match="not valid CSV"):
         extract(data, name="big.csv", mime="text/csv")
+
+
+def test_html_with_too_many_elements_is_refused_before_trafilatura():
+    """HTML past the element cap is refused while it is streamed, before any tree is built."""
+    html = b"<html><body>" + b"<i>x</i>" * 2_000 + b"</body></html>"
+    limits = Limits(max_xml_elements=1_000)
+    with pytest.raises(ExtractionError, match=r"p\.html: too many HTML elements \(more than 1,000"):
+        extract(html, name="p.html", mime="text/html", limits=limits)

@@ -233,14 +233,20 @@ class _TextCollector(HTMLParser):
     SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head"})
     BLOCK = frozenset({"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6"})
 
-    def __init__(self) -> None:
+    def __init__(self, max_elements: int) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.title = ""
         self._skip = 0
         self._in_title = False
+        self._elements = 0
+        self._max_elements = max_elements
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        # Counted before trafilatura builds its tree, whose size follows the element count.
+        self._elements += 1
+        if self._elements > self._max_elements:
+            raise ExtractionError(f"too many HTML elements (more than {self._max_elements:,})")
         if tag == "title":
             self._in_title = True
         if tag in self.SKIP:
@@ -265,7 +271,7 @@ def _html(data: bytes, limits: Limits) -> Extracted:
     import trafilatura  # Imported on use: it is slow to import and most runs never need it.
 
     html = decode_text(data)
-    collector = _TextCollector()
+    collector = _TextCollector(limits.max_xml_elements)
     collector.feed(html)
     collector.close()
     title = " ".join(collector.title.split())
