@@ -7,6 +7,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -170,3 +171,15 @@ def test_the_zygote_stops_when_shut_down():
     assert isolation.zygote_pid() is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_a_dead_zygote_is_replaced():
+    """If the zygote was killed, the next parse starts a new one and succeeds."""
+    await extract_isolated(b"hi", name="a.txt", mime="text/plain", limits=Limits())
+    pid = isolation.zygote_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    await _until(lambda: isolation.zygote_pid() is None)
+    result = await extract_isolated(b"hi", name="a.txt", mime="text/plain", limits=Limits())
+    assert result.text == "hi"
+    assert isolation.zygote_pid() not in (None, pid)

@@ -39,8 +39,7 @@ async def extract_isolated(data: bytes, *, name: str, mime: str, limits: Limits)
         raise ExtractionError(
             f"{name} is too large to read ({len(data):,} bytes; the limit is {limits.max_bytes:,})"
         )
-    job = _start_child()
-    reader, writer = await asyncio.open_unix_connection(sock=job)
+    reader, writer = await asyncio.open_unix_connection(sock=_start_child())
     pidfd: int | None = None
     try:
         async with asyncio.timeout(limits.max_seconds):
@@ -83,8 +82,8 @@ def _result(answer: bytes) -> Extracted:
 
 
 async def _kill(pidfd: int) -> None:
-    """SIGKILL the child the pidfd names and wait until it is gone (the zygote's kernel
-    reaps it); a pidfd turns readable when its process exits."""
+    """SIGKILL the child the pidfd names and wait until it is gone (the kernel reaps it: the
+    zygote ignores SIGCHLD); a pidfd turns readable when its process exits."""
     loop = asyncio.get_running_loop()
     gone: asyncio.Future[None] = loop.create_future()
 
@@ -108,16 +107,21 @@ def _start_child() -> socket.socket:
     """A socket to a freshly forked child, starting the zygote if it is not running."""
     global _zygote, _control
     ours, theirs = socket.socketpair()
-    with _lock:
-        if _zygote is None or _zygote.poll() is not None:
-            _start_zygote()
-        assert _control is not None
-        try:
-            socket.send_fds(_control, [b"j"], [theirs.fileno()])
-        except OSError:
-            _start_zygote()
-            socket.send_fds(_control, [b"j"], [theirs.fileno()])
-    theirs.close()
+    try:
+        with _lock:
+            if _zygote is None or _zygote.poll() is not None:
+                _start_zygote()
+            assert _control is not None
+            try:
+                socket.send_fds(_control, [b"j"], [theirs.fileno()])
+            except OSError:  # The zygote went away since: start another, once.
+                _start_zygote()
+                socket.send_fds(_control, [b"j"], [theirs.fileno()])
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
     return ours
 
 
