@@ -247,10 +247,6 @@ POWERON_MAX_RUNS_PER_USER = env_int("POWERON_MAX_RUNS_PER_USER", 4)
 # uploaded, and messages that start a round. 0: no limit.
 POWERON_MAX_UPLOADS_PER_HOUR = env_int("POWERON_MAX_UPLOADS_PER_HOUR", 100)
 POWERON_MAX_ROUNDS_PER_HOUR = env_int("POWERON_MAX_ROUNDS_PER_HOUR", 60)
-# Rates per user over the last hour, counted from the database (so across processes): files
-# uploaded, and messages that start a round. 0: no limit.
-POWERON_MAX_UPLOADS_PER_HOUR = env_int("POWERON_MAX_UPLOADS_PER_HOUR", 100)
-POWERON_MAX_ROUNDS_PER_HOUR = env_int("POWERON_MAX_ROUNDS_PER_HOUR", 60)
 # A viewer that heard nothing for this long asks the database for events the layer dropped.
 POWERON_CATCH_UP_SECONDS = env_float("POWERON_CATCH_UP_SECONDS", 3.0)
 
