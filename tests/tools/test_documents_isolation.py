@@ -11,7 +11,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -183,3 +183,31 @@ async def test_a_dead_zygote_is_replaced():
     result = await extract_isolated(b"hi", name="a.txt", mime="text/plain", limits=Limits())
     assert result.text == "hi"
     assert isolation.zygote_pid() not in (None, pid)
+
+
+async def test_three_bombs_at_once_leave_the_event_loop_responsive():
+    """Three hostile DOCX parsed at once: the parent's event loop keeps answering (the
+    parses run elsewhere), its peak RSS stays flat, and each gets its refusal."""
+    data = hostile.wide_xml_docx()
+    lags: list[float] = []
+
+    async def tick() -> None:
+        while True:
+            started = time.monotonic()
+            await asyncio.sleep(0.01)
+            lags.append(time.monotonic() - started - 0.01)
+
+    with watched():
+        ticker = asyncio.create_task(tick())
+        results = await asyncio.gather(
+            *(
+                extract_isolated(data, name=f"b{n}.docx", mime=DOCX_MIME, limits=Limits())
+                for n in range(3)
+            ),
+            return_exceptions=True,
+        )
+        ticker.cancel()
+        with suppress(asyncio.CancelledError):
+            await ticker
+    assert all("too many XML elements" in str(result) for result in results)
+    assert max(lags) < 0.2
