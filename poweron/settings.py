@@ -250,6 +250,11 @@ POWERON_MAX_ROUNDS_PER_HOUR = env_int("POWERON_MAX_ROUNDS_PER_HOUR", 60)
 # A viewer that heard nothing for this long asks the database for events the layer dropped.
 POWERON_CATCH_UP_SECONDS = env_float("POWERON_CATCH_UP_SECONDS", 3.0)
 
+# Documents are parsed in a child process with these limits (per document).
+POWERON_DOCUMENT_PARSE_TIMEOUT = env_float("POWERON_DOCUMENT_PARSE_TIMEOUT", 30.0)
+POWERON_DOCUMENT_PARSE_MEMORY_MB = env_int("POWERON_DOCUMENT_PARSE_MEMORY_MB", 512)
+POWERON_DOCUMENT_MAX_XML_ELEMENTS = env_int("POWERON_DOCUMENT_MAX_XML_ELEMENTS", 1_000_000)
+
 # Tools: search providers and the safe fetcher.
 POWERON_SEARCH_PROVIDER = os.environ.get("POWERON_SEARCH_PROVIDER", "")
 POWERON_TAVILY_API_KEY = os.environ.get("POWERON_TAVILY_API_KEY", "")

@@ -151,3 +151,22 @@ async def test_the_model_client_is_created_at_start_up_not_by_the_first_run(mode
     setup.build_llm()
     setup.build_llm()
     assert created == [model.url]
+
+
+async def test_start_up_starts_the_document_parser_and_settings_reach_its_limits(settings):
+    """warm_up starts the process that parses documents (the first read does not wait for
+    it), and the POWERON_DOCUMENT_* settings become the parse limits."""
+    from workflows.tools import isolation
+    from workflows.tools.extracted import Limits
+
+    isolation.shutdown_zygote()
+    assert isolation.zygote_pid() is None
+    await setup.warm_up()
+    assert isolation.zygote_pid() is not None
+    settings.POWERON_DOCUMENT_PARSE_TIMEOUT = 7.5
+    settings.POWERON_DOCUMENT_PARSE_MEMORY_MB = 256
+    settings.POWERON_DOCUMENT_MAX_XML_ELEMENTS = 5_000
+    limits = Limits.from_settings(setup.tool_settings())
+    assert (limits.max_seconds, limits.max_memory, limits.max_xml_elements) == (
+        7.5, 256_000_000, 5_000
+    )  # fmt: skip

@@ -13,6 +13,7 @@ from django.utils import timezone
 from workflows.engine.contracts import LLM, ToolExecutor
 from workflows.engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
 from workflows.models import ChatMessage, ChatWorkflow
+from workflows.tools import isolation
 
 HISTORY_SNIPPET_CHARS = 600
 ANSWER_TIMEOUT_SECONDS = 15 * 60
@@ -73,6 +74,7 @@ async def warm_up() -> None:
     """At process start, in the loop that will run rounds: preload, and create the model's
     shared client, so the first run pays for neither."""
     preload()
+    isolation.start_zygote()  # the process that parses documents, so the first read is quick
     if model_configured():
         import anyio
 
@@ -119,6 +121,9 @@ def tool_settings() -> dict[str, Any]:
         "crawl_max_pages": settings.POWERON_CRAWL_MAX_PAGES,
         "crawl_max_depth": settings.POWERON_CRAWL_MAX_DEPTH,
         "web_enrichment": settings.POWERON_WEB_ENRICHMENT,
+        "document_parse_timeout": float(settings.POWERON_DOCUMENT_PARSE_TIMEOUT),
+        "document_parse_memory_mb": settings.POWERON_DOCUMENT_PARSE_MEMORY_MB,
+        "document_max_xml_elements": settings.POWERON_DOCUMENT_MAX_XML_ELEMENTS,
     }
 
 

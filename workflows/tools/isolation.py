@@ -125,6 +125,14 @@ def _start_child() -> socket.socket:
     return ours
 
 
+def start_zygote() -> None:
+    """Start the parser process now (a server calls this at start-up), so the first document
+    read does not wait for it; a no-op while it runs."""
+    with _lock:
+        if _zygote is None or _zygote.poll() is not None:
+            _start_zygote()
+
+
 def _start_zygote() -> None:
     global _zygote, _control
     shutdown_zygote()
