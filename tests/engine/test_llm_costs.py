@@ -95,3 +95,21 @@ async def test_the_recorded_request_carries_the_compact_schema(fake_openai) -> N
     sent = fake_openai.requests[0]["response_format"]
     assert sent == response_format(TaskReview, "json_schema")
     assert annotations(sent) == []
+
+
+def test_upper_bounds_are_checked_on_the_answer_not_sent() -> None:
+    """maxLength and maxItems stay out of the schema sent (every request would pay for them);
+    the answer is still held to them."""
+    import json as json_module
+
+    import pytest
+    from pydantic import ValidationError
+
+    from workflows.engine.llm import response_format
+    from workflows.engine.schemas import ActionSelection
+
+    sent = json_module.dumps(response_format(ActionSelection, "json_schema"))
+    assert "maxLength" not in sent and "maxItems" not in sent
+    assert response_format(ActionSelection, "json_schema")["json_schema"]["strict"] is True
+    with pytest.raises(ValidationError, match="at most 1000 characters"):
+        ActionSelection(action="web.search", actionObjective="x" * 1_001)

@@ -116,19 +116,22 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
 
 _ANNOTATIONS = ("title", "description")
 """Schema keywords that only annotate: pydantic derives them from names and docstrings."""
+_CAPS = ("maxLength", "maxItems")
+"""Upper bounds against runaway answers: checked on the answer (with a corrective retry), not
+sent, as every request would pay for them and no sensible answer comes near them."""
 
 
 def compact_schema(schema: Any) -> Any:
-    """The schema without its annotations (titles, descriptions): the prompt explains every
-    field, so they would only repeat it in every request. Property names are kept, even a
-    property called "title" or "description"."""
+    """The schema without its annotations (titles, descriptions) and its upper bounds: the
+    prompt explains every field, so they would only repeat it in every request, and the bounds
+    are checked on the answer. Property names are kept, even one called "title"."""
     if isinstance(schema, list):
         return [compact_schema(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
     compact = {}
     for key, value in schema.items():
-        if key in _ANNOTATIONS and isinstance(value, str):
+        if key in _ANNOTATIONS and isinstance(value, str) or key in _CAPS:
             continue
         if key in ("properties", "$defs"):  # names, not keywords
             compact[key] = {name: compact_schema(node) for name, node in value.items()}
