@@ -124,14 +124,14 @@
     if (chips) chips.innerHTML = "";
   }
 
-  // Ctrl+Enter (or Cmd+Enter) sends.
+  // Enter sends (so do Ctrl+Enter and Cmd+Enter); Shift+Enter adds a line. Enter that
+  // confirms an input method's composition (e.g. Japanese) does not send.
   const textarea = document.querySelector("#composer textarea");
   if (textarea) {
     textarea.addEventListener("keydown", function (e) {
-      if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
-        e.preventDefault();
-        document.getElementById("send-button").click();
-      }
+      if (e.key !== "Enter" || e.shiftKey || e.altKey || e.isComposing) return;
+      e.preventDefault();
+      document.getElementById("send-button").click();
     });
   }
 

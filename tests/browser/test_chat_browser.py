@@ -200,12 +200,16 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     page.wait_for_selector("#wf-status[data-status=running]")
     assert page.input_value("textarea[name=text]") == ""  # cleared once the round opened
 
-    # A message sent while the run goes on is refused, and the text is kept.
-    page.fill("textarea[name=text]", "One more thing")
-    page.press("textarea[name=text]", "Control+Enter")
+    # Shift+Enter adds a line, Enter sends: a message sent while the run goes on is refused,
+    # and the text is kept.
+    page.fill("textarea[name=text]", "One more")
+    page.press("textarea[name=text]", "Shift+Enter")
+    page.type("textarea[name=text]", "thing")
+    assert page.input_value("textarea[name=text]") == "One more\nthing"
+    page.press("textarea[name=text]", "Enter")
     page.wait_for_selector("#notices .toast.error")
     assert "already running" in page.inner_text("#notices")
-    assert page.input_value("textarea[name=text]") == "One more thing"
+    assert page.input_value("textarea[name=text]") == "One more\nthing"
 
     clicked = time.monotonic()
     page.click("#stop-button")
