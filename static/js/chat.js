@@ -124,6 +124,47 @@
     if (chips) chips.innerHTML = "";
   }
 
+  // Copy an answer, or one of its code blocks, with one click. Code blocks get their button
+  // when they arrive; the answer's is in its template.
+  function addCodeCopyButtons() {
+    document.querySelectorAll(".markdown pre:not([data-copy-ready])").forEach(function (pre) {
+      pre.dataset.copyReady = "1";
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "copy-button copy-code outline secondary";
+      button.textContent = "Copy";
+      button.title = "Copy this code";
+      pre.prepend(button);
+    });
+  }
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    const area = document.createElement("textarea");  // plain http: the older way
+    area.value = text;
+    document.body.appendChild(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+    return Promise.resolve();
+  }
+  document.addEventListener("click", function (e) {
+    const button = e.target.closest(".copy-button");
+    if (!button) return;
+    const source = button.dataset.copy
+      ? document.querySelector(button.dataset.copy)
+      : button.parentElement.querySelector("code") || button.parentElement;
+    if (!source) return;
+    const text = source.innerText  // without the code blocks' own buttons
+      .split("\n").filter(function (line) { return line !== "Copy" && line !== "Copied"; })
+      .join("\n").trim();
+    copyText(text).then(function () {
+      button.textContent = "Copied";
+      setTimeout(function () { button.textContent = "Copy"; }, 1500);
+    });
+  });
+  addCodeCopyButtons();
+  chat.addEventListener("htmx:wsAfterMessage", addCodeCopyButtons);
+
   // Enter sends (so do Ctrl+Enter and Cmd+Enter); Shift+Enter adds a line. Enter that
   // confirms an input method's composition (e.g. Japanese) does not send.
   const textarea = document.querySelector("#composer textarea");

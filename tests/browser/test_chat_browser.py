@@ -33,6 +33,7 @@ CHROMIUM_ARGS = [
 ]
 NOTES = "# Notes\n\nRevenue grew 12 percent in Q3. Costs fell 3 percent.\n"
 ANSWER = "The notes say revenue grew 12 percent while costs fell 3 percent."
+CODE = "revenue = 1.12 * last_year"
 
 
 def require_chromium() -> None:
@@ -133,7 +134,8 @@ def first_round_script() -> list:
     delayed = [
         FakeReply(content=s if isinstance(s, str) else json.dumps(s), delay=slow) for s in steps
     ]
-    return [*delayed, FakeReply(content=ANSWER, chunk_delay=0.05)]
+    answer = f"{ANSWER}\n\n```python\n{CODE}\n```\n"
+    return [*delayed, FakeReply(content=answer, chunk_delay=0.05)]
 
 
 def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
@@ -174,6 +176,15 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     assert page.locator(".step").count() == 2
     assert page.locator("#timeline .message-user").count() == 1
     assert ANSWER in page.inner_text("#answer-round1_answer")
+    # One click copies the answer, or one of its code blocks, as text.
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=app_url)
+    page.click("#answer-round1_answer header .copy-button")
+    page.wait_for_selector("#answer-round1_answer header .copy-button:has-text('Copied')")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith(ANSWER) and CODE in copied and "Copy" not in copied
+    page.click("#answer-round1_answer pre .copy-button")
+    page.wait_for_selector("#answer-round1_answer pre .copy-button:has-text('Copied')")
+    assert page.evaluate("navigator.clipboard.readText()") == CODE
     # The answer links the documents that really exist, from the host.
     assert "notes_report.pdf" in page.inner_text("#answer-round1_answer .answer-documents")
     # The per-step bars got their heights from their data (no style attribute in the HTML).
