@@ -112,3 +112,37 @@ def test_others_cannot_delete(client, alice, bob):
     client.force_login(bob)
     assert client.post(reverse("workflows:delete", args=[workflow.pk])).status_code == 404
     assert alice.workflows.exists()
+
+
+def test_a_workflow_is_renamed_in_place(alice_client, alice, bob):
+    """The new title (spaces collapsed) comes back with the sidebar's link; a plain form post
+    gets the page again; an empty or too long title is refused and nothing changes; another
+    user's workflow is not found."""
+    workflow = services.workflow_create(owner=alice, title="Old")
+    url = reverse("workflows:rename", args=[workflow.pk])
+    htmx = {"HTTP_HX_REQUEST": "true"}
+
+    response = alice_client.post(url, {"title": "  Quarterly   figures "}, **htmx)
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert '<span id="wf-title">Quarterly figures</span>' in page
+    assert f'id="sidebar-title-{workflow.pk}" hx-swap-oob="true"' in page
+    workflow.refresh_from_db()
+    assert workflow.title == "Quarterly figures"
+
+    for title, message in (("   ", "cannot be empty"), ("x" * 201, "at most 200 characters")):
+        page = alice_client.post(url, {"title": title}, **htmx).content.decode()
+        assert message in page and "Quarterly figures" in page
+    workflow.refresh_from_db()
+    assert workflow.title == "Quarterly figures"
+
+    response = alice_client.post(url, {"title": "Plain"})
+    assert response.status_code == 302 and response["Location"] == workflow.get_absolute_url()
+    workflow.refresh_from_db()
+    assert workflow.title == "Plain"
+    assert alice_client.get(url).status_code == 405
+
+    alice_client.force_login(bob)
+    assert alice_client.post(url, {"title": "Mine now"}, **htmx).status_code == 404
+    workflow.refresh_from_db()
+    assert workflow.title == "Plain"

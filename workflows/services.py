@@ -300,6 +300,21 @@ def round_open(
     return workflow, message, Envelope.from_row(stored)
 
 
+TITLE_CHARS = ChatWorkflow._meta.get_field("title").max_length
+
+
+def workflow_rename(*, workflow: ChatWorkflow, title: str) -> ChatWorkflow:
+    """Give a workflow a new title (spaces collapsed); ValueError says what is wrong."""
+    title = " ".join(title.split())
+    if not title:
+        raise ValueError("A title cannot be empty.")
+    if len(title) > TITLE_CHARS:  # type: ignore[operator]
+        raise ValueError(f"A title has at most {TITLE_CHARS} characters.")
+    workflow.title = title
+    workflow.save(update_fields=["title", "updated"])
+    return workflow
+
+
 def workflow_delete(*, workflow: ChatWorkflow) -> None:
     """Delete a workflow with its messages, events and documents, files included.
 

@@ -15,6 +15,7 @@ urlpatterns = [
     path("workflows/new/", views.workflow_create, name="create"),
     path("workflows/<int:workflow_id>/", views.workflow_detail, name="detail"),
     path("workflows/<int:workflow_id>/delete/", views.workflow_delete, name="delete"),
+    path("workflows/<int:workflow_id>/rename/", views.workflow_rename, name="rename"),
     path(
         "workflows/<int:workflow_id>/documents/<int:document_id>/",
         views.document_download,

@@ -162,3 +162,21 @@ def workflow_delete(request: HttpRequest, workflow_id: int) -> HttpResponse:
         return redirect(workflow)
     messages.success(request, f"Deleted “{workflow}”.")
     return redirect("workflows:home")
+
+
+@require_POST
+def workflow_rename(request: HttpRequest, workflow_id: int) -> HttpResponse:
+    """Rename one of the user's workflows: the new title (and the sidebar's) for HTMX, the
+    page again otherwise; an empty or too long title is refused with a message."""
+    workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
+    try:
+        services.workflow_rename(workflow=workflow, title=request.POST.get("title", ""))
+    except ValueError as error:
+        if request.headers.get("HX-Request"):
+            context = {"workflow": workflow, "error": str(error)}  # shown where it was typed
+            return render(request, "workflows/_title.html", context)
+        messages.error(request, str(error))
+        return redirect(workflow)
+    if request.headers.get("HX-Request"):
+        return render(request, "workflows/_title.html", {"workflow": workflow, "renamed": True})
+    return redirect(workflow)

@@ -165,6 +165,15 @@
   addCodeCopyButtons();
   chat.addEventListener("htmx:wsAfterMessage", addCodeCopyButtons);
 
+  // A rename that worked closes its form; a refused one stays open with its message.
+  const renameForm = document.getElementById("rename-form");
+  if (renameForm) {
+    renameForm.addEventListener("htmx:afterRequest", function (evt) {
+      const refused = document.querySelector("#wf-title-block .error");
+      if (evt.detail.successful && !refused) document.getElementById("rename").open = false;
+    });
+  }
+
   // Enter sends (so do Ctrl+Enter and Cmd+Enter); Shift+Enter adds a line. Enter that
   // confirms an input method's composition (e.g. Japanese) does not send.
   const textarea = document.querySelector("#composer textarea");

@@ -230,6 +230,14 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     assert "Stopped by the user" in page.inner_text("#round-2-status")
     print(f"stop shown after {stopped_after:.2f} s")
 
+    # Rename in place: the header and the sidebar follow, and the form closes.
+    page.click("#rename summary")
+    page.fill("#rename-form input[name=title]", "Notes, summarised")
+    page.press("#rename-form input[name=title]", "Enter")
+    page.wait_for_selector("#wf-title:has-text('Notes, summarised')")
+    assert "Notes, summarised" in page.inner_text(".sidebar")
+    assert not page.locator("#rename").evaluate("panel => panel.open")
+
 
 def test_at_max_steps_the_page_asks_and_continues(page, app_url, model, tmp_path):
     """With one step per task the page asks to continue; answering runs the next step."""
