@@ -146,3 +146,32 @@ def test_a_workflow_is_renamed_in_place(alice_client, alice, bob):
     assert alice_client.post(url, {"title": "Mine now"}, **htmx).status_code == 404
     workflow.refresh_from_db()
     assert workflow.title == "Plain"
+
+
+def test_the_sidebar_finds_workflows_by_title_and_content(alice_client, alice, bob):
+    """Every word must appear in the title or in a message (its text or summary); another
+    user's workflows never show; an empty query lists them all."""
+    research = workflow_with_history(alice, title="Research task")  # "Find X", a summary
+    other = services.workflow_create(owner=alice, title="Holiday plans")
+    workflow_with_history(bob, title="Bob's quarterly research")
+    url = reverse("workflows:search")
+    htmx = {"HTTP_HX_REQUEST": "true"}
+
+    def found(query: str) -> list[str]:
+        page = alice_client.get(url, {"q": query, "current": other.pk}, **htmx).content.decode()
+        return [line.split(">", 1)[1].split("<", 1)[0]
+                for line in page.splitlines() if 'id="sidebar-title-' in line]  # fmt: skip
+
+    assert found("holiday") == ["Holiday plans"]
+    assert found("QUARTERLY figures") == ["Research task"]  # a message's summary
+    assert found("find research") == ["Research task"]  # one word each in text and title
+    assert found("quarterly holiday") == []
+    assert sorted(found("")) == ["Holiday plans", "Research task"]
+    page = alice_client.get(url, {"q": "nothing like it"}, **htmx).content.decode()
+    assert "No workflow matches “nothing like it”." in page
+    marked = alice_client.get(url, {"q": "", "current": other.pk}, **htmx).content.decode()
+    assert f'<li class="current">\n    <a id="sidebar-title-{other.pk}"' in marked
+    assert research.pk != other.pk
+    plain = alice_client.get(url, {"q": "holiday"})
+    assert plain.status_code == 200 and "Holiday plans" in plain.content.decode()
+    assert "Research task" not in plain.content.decode().split("</nav>")[0]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
@@ -11,6 +11,18 @@ from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, Workflo
 def workflow_list(*, user) -> QuerySet[ChatWorkflow]:
     """The user's workflows, newest activity first."""
     return ChatWorkflow.objects.filter(owner=user)
+
+
+def workflow_search(*, user, query: str) -> QuerySet[ChatWorkflow]:
+    """The user's workflows whose title or any message (text or summary) holds every word of
+    `query` (case-insensitive), newest activity first; all of them for an empty query."""
+    workflows = workflow_list(user=user)
+    for word in query.split()[:8]:
+        in_messages = ChatMessage.objects.filter(
+            Q(content__icontains=word) | Q(summary__icontains=word), workflow=OuterRef("pk")
+        )
+        workflows = workflows.filter(Q(title__icontains=word) | Exists(in_messages))
+    return workflows
 
 
 def workflow_get(*, user, workflow_id: int) -> ChatWorkflow:

@@ -180,3 +180,17 @@ def workflow_rename(request: HttpRequest, workflow_id: int) -> HttpResponse:
     if request.headers.get("HX-Request"):
         return render(request, "workflows/_title.html", {"workflow": workflow, "renamed": True})
     return redirect(workflow)
+
+
+def workflow_search(request: HttpRequest) -> HttpResponse:
+    """The sidebar's list of workflows matching `q` in their title or messages (HTMX swaps it
+    in as the user types; without HTMX, the home page lists them)."""
+    query = request.GET.get("q", "")[:200]
+    context = {
+        "workflows": selectors.workflow_search(user=request.user, query=query),
+        "query": query,
+        "current": request.GET.get("current", ""),
+    }
+    if request.headers.get("HX-Request"):
+        return render(request, "workflows/_workflow_list.html", context)
+    return render(request, "workflows/home.html", {**context, "form": WorkflowCreateForm()})

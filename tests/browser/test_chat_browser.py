@@ -238,6 +238,12 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     assert "Notes, summarised" in page.inner_text(".sidebar")
     assert not page.locator("#rename").evaluate("panel => panel.open")
 
+    # The sidebar's search filters the list as one types (title and messages).
+    page.fill(".workflow-search input[name=q]", "zzz-nothing")
+    page.wait_for_selector("#workflow-list:has-text('No workflow matches')")
+    page.fill(".workflow-search input[name=q]", "revenue")  # in the answer, not the title
+    page.wait_for_selector("#workflow-list li.current:has-text('Notes, summarised')")
+
 
 def test_at_max_steps_the_page_asks_and_continues(page, app_url, model, tmp_path):
     """With one step per task the page asks to continue; answering runs the next step."""
