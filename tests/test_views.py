@@ -175,3 +175,17 @@ def test_the_sidebar_finds_workflows_by_title_and_content(alice_client, alice, b
     plain = alice_client.get(url, {"q": "holiday"})
     assert plain.status_code == 200 and "Holiday plans" in plain.content.decode()
     assert "Research task" not in plain.content.decode().split("</nav>")[0]
+
+
+def test_exports_keep_the_rating_with_its_comment(alice_client, alice):
+    """An answer's rating and comment are in the JSON and the Markdown export."""
+    workflow = workflow_with_history(alice)
+    message = workflow.messages.first()
+    services.message_feedback(message=message, rating=-1, comment="Too short")
+    data = json.loads(
+        alice_client.get(reverse("workflows:export", args=[workflow.pk, "json"])).content
+    )
+    rated = [m for m in data["messages"] if m["feedback"]]
+    assert [(m["feedback"], m["feedbackComment"]) for m in rated] == [(-1, "Too short")]
+    markdown = alice_client.get(reverse("workflows:export", args=[workflow.pk, "md"])).content
+    assert "> Feedback −1 (not helpful): Too short" in markdown.decode()

@@ -34,6 +34,7 @@ def workflow_as_json(workflow: ChatWorkflow) -> dict[str, Any]:
                 "success": m.success,
                 "learnings": m.learnings,
                 "feedback": m.feedback,
+                "feedbackComment": m.feedback_comment,
                 "created": m.created.isoformat(),
             }
             for m in workflow.messages.all()
@@ -82,5 +83,9 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
         lines += ["", message.content.strip(), ""]
         for document in message.documents.all():
             lines.append(f"- 📄 {document.name} (`{document.label}`, {document.size} bytes)")
+        if message.feedback:
+            rating = "+1 (helpful)" if message.feedback > 0 else "−1 (not helpful)"
+            comment = f": {message.feedback_comment}" if message.feedback_comment else ""
+            lines += ["", f"> Feedback {rating}{comment}"]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

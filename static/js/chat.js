@@ -110,10 +110,22 @@
     if (!form) return;
     if (form.id === "composer") pendingSend = true;
     // A question is answered once: the loop has moved on.
-    if (form.classList.contains("ask") || form.classList.contains("feedback")) {
+    if (form.classList.contains("ask")) {
       form.querySelectorAll("button, input").forEach((el) => { el.disabled = true; });
       form.classList.add("answered");
     }
+    // A rating stays visible, and can be changed (with or without a comment) at any time.
+    if (form.classList.contains("feedback") && form.dataset.chosen) {
+      form.querySelectorAll("button[name=rating]").forEach(function (button) {
+        const chosen = button.value === form.dataset.chosen;
+        button.setAttribute("aria-pressed", chosen ? "true" : "false");
+        button.classList.toggle("chosen", chosen);
+      });
+    }
+  });
+  chat.addEventListener("click", function (e) {
+    const button = e.target.closest(".feedback button[name=rating]");
+    if (button) button.closest("form").dataset.chosen = button.value;
   });
   function sendConfirmed() {
     if (!pendingSend) return;

@@ -185,6 +185,19 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     page.click("#answer-round1_answer pre .copy-button")
     page.wait_for_selector("#answer-round1_answer pre .copy-button:has-text('Copied')")
     assert page.evaluate("navigator.clipboard.readText()") == CODE
+    # A rating stays visible and can be changed; the export keeps it with its comment.
+    feedback = "#answer-round1_answer form.feedback"
+    page.click(f"{feedback} button[value='1']")
+    page.wait_for_selector(f"{feedback} button[value='1'][aria-pressed=true]")
+    page.fill(f"{feedback} input[name=comment]", "Too short")
+    page.click(f"{feedback} button[value='-1']")
+    page.wait_for_selector(f"{feedback} button[value='-1'][aria-pressed=true]")
+    assert page.get_attribute(f"{feedback} button[value='1']", "aria-pressed") == "false"
+    page.wait_for_function(
+        "url => fetch(url).then(r => r.json()).then(data => data.messages.some("
+        "m => m.feedback === -1 && m.feedbackComment === 'Too short'))",
+        arg=page.url.rstrip("/") + "/export.json",
+    )
     # The answer links the documents that really exist, from the host.
     assert "notes_report.pdf" in page.inner_text("#answer-round1_answer .answer-documents")
     # The per-step bars got their heights from their data (no style attribute in the HTML).
