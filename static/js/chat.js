@@ -55,6 +55,7 @@
   chat.addEventListener("htmx:wsBeforeMessage", function (evt) {
     const meta = metaOf(evt.detail.message);
     if (!meta) return;
+    showPhase(meta);
     const seq = meta.dataset.seq ? parseInt(meta.dataset.seq, 10) : null;
     if (seq !== null) {
       if (seq <= lastSeq) { evt.preventDefault(); return; }
@@ -95,12 +96,56 @@
     badge.textContent = { live: "● live", reconnecting: "○ reconnecting…", refused: "× not allowed" }[state];
   }
 
+  // The view follows the work while the reader is at the bottom; scrolled up, they get a
+  // "jump to latest" button instead of being pulled down.
+  const jump = document.getElementById("jump-latest");
+  function nearBottom(pane) {
+    return pane.scrollHeight - pane.scrollTop - pane.clientHeight < 200;
+  }
   function scrollDown() {
     const pane = document.getElementById("timeline");
     if (!pane) return;
-    const nearBottom = pane.scrollHeight - pane.scrollTop - pane.clientHeight < 200;
-    if (nearBottom) pane.scrollTop = pane.scrollHeight;
+    if (nearBottom(pane)) pane.scrollTop = pane.scrollHeight;
+    else if (jump) jump.hidden = false;
   }
+  if (jump) {
+    const pane = document.getElementById("timeline");
+    jump.addEventListener("click", function () {
+      pane.scrollTop = pane.scrollHeight;
+      jump.hidden = true;
+    });
+    pane.addEventListener("scroll", function () { if (nearBottom(pane)) jump.hidden = true; });
+  }
+
+  // What the agent is doing now, and for how long: read off the type of the latest event.
+  const PHASES = {
+    message: "Planning the tasks", taskplan: "Planning the tasks", task: "Working on the task",
+    actionplan: "Planning the actions", step: "Choosing an action", plan: "Setting the parameters",
+    act: "Running the action", approval: "Waiting for your approval", ask: "Waiting for your answer",
+    observe: "Judging the result", refine: "Going on", review: "Reviewing the task",
+    thought: "Thinking", delta: "Writing the answer",
+  };
+  const activity = document.getElementById("activity");
+  let phaseSince = 0;
+  function showPhase(meta) {
+    if (!activity) return;
+    if (meta.dataset.final) { activity.hidden = true; return; }
+    let phase = PHASES[meta.dataset.type];
+    if (meta.dataset.type === "message" && meta.dataset.role !== "user") phase = null;
+    if (!phase) return;
+    if (activity.dataset.phase !== phase) {
+      activity.dataset.phase = phase;
+      phaseSince = Date.now();
+    }
+    activity.hidden = false;
+    tick();
+  }
+  function tick() {
+    if (!activity || activity.hidden) return;
+    const seconds = Math.floor((Date.now() - phaseSince) / 1000);
+    activity.textContent = activity.dataset.phase + "… " + seconds + " s";
+  }
+  setInterval(tick, 1000);
 
   // Clear the composer only once the round has really opened (its user message arrived):
   // a refused send (say, while another run is going) keeps the text and the attachments.

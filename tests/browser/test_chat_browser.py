@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -160,8 +161,11 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     page.fill("textarea[name=text]", "Summarise my notes in a report")
     page.click("#send-button")
 
-    # Steps appear one at a time while the answer is still to come.
+    # Steps appear one at a time while the answer is still to come; a line says what the
+    # agent is doing and for how long.
     page.wait_for_selector("#step-1-1-1")
+    page.wait_for_selector("#activity:not([hidden])")
+    assert re.fullmatch(r"[A-Z][a-z ]+… \d+ s", page.inner_text("#activity"))
     assert page.locator("#answer-round1_answer").count() == 0
     page.wait_for_selector("#step-1-1-1-observe .badge-success")
     page.screenshot(path=ARTIFACTS / "02-first-step.png")
@@ -173,6 +177,7 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     page.wait_for_selector("#step-1-1-1")
     page.wait_for_selector("#answer-round1_answer")
     page.wait_for_selector("#wf-status[data-status=completed]")
+    page.wait_for_selector("#activity", state="hidden")  # the run is over
     assert page.locator(".step").count() == 2
     assert page.locator("#timeline .message-user").count() == 1
     assert ANSWER in page.inner_text("#answer-round1_answer")
@@ -216,11 +221,22 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     assert "Revenue grew 12 percent" in report
     assert "notes.md" in report  # its sources are listed
 
-    # A second run is stopped while the model is still thinking.
+    # A second run is stopped while the model is still thinking. The reader scrolled up: the
+    # view stays where they are and offers a jump to the latest instead.
+    scrollable = page.eval_on_selector("#timeline", "p => p.scrollHeight - p.clientHeight")
+    assert scrollable > 300, "the first round fills more than the pane"
+    page.eval_on_selector("#timeline", "p => { p.scrollTop = 0; }")
     model.add(taskplan("Think long"), FakeReply(content=json.dumps(select()), delay=60))
     page.fill("textarea[name=text]", "Now something slow")
     page.click("#send-button")
-    page.wait_for_selector("#check-2-1")
+    page.wait_for_selector("#check-2-1", state="attached")
+    page.wait_for_selector("#jump-latest:not([hidden])")
+    assert page.eval_on_selector("#timeline", "p => p.scrollTop") == 0
+    page.click("#jump-latest")
+    page.wait_for_selector("#jump-latest", state="hidden")
+    assert (
+        page.eval_on_selector("#timeline", "p => p.scrollHeight - p.scrollTop - p.clientHeight") < 5
+    )
     page.wait_for_selector("#wf-status[data-status=running]")
     assert page.input_value("textarea[name=text]") == ""  # cleared once the round opened
 
