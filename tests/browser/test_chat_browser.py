@@ -420,3 +420,25 @@ def test_refused_uploads_say_why_on_the_page(page, app_url, tmp_path):
     other.write_text("ok")
     page.set_input_files("#file-picker", str(other))
     page.wait_for_selector("text=Upload limit reached: at most 1 file an hour.")
+
+
+def test_the_theme_follows_the_system_and_can_be_switched(page, app_url):
+    """Dark when the system is dark; the topbar's button goes light → dark → system, and the
+    choice outlives a reload."""
+
+    def brightness() -> int:
+        colour = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+        return sum(int(part) for part in re.findall(r"\d+", colour)[:3])
+
+    page.emulate_media(color_scheme="dark")
+    page.goto(app_url + "/login/")
+    assert brightness() < 200 and page.inner_text("#theme-toggle") == "Theme: system"
+    page.click("#theme-toggle")
+    assert brightness() > 600 and page.inner_text("#theme-toggle") == "Theme: light"
+    page.reload()
+    assert brightness() > 600  # kept in this browser
+    page.click("#theme-toggle")
+    page.emulate_media(color_scheme="light")
+    assert brightness() < 200 and page.inner_text("#theme-toggle") == "Theme: dark"
+    page.click("#theme-toggle")
+    assert brightness() > 600 and page.inner_text("#theme-toggle") == "Theme: system"

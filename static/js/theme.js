@@ -1,0 +1,32 @@
+// The colour theme: the system's by default; the topbar's button switches to light or dark
+// and the choice is kept in this browser. Loaded before the page is drawn (no flash).
+(function () {
+  "use strict";
+
+  const root = document.documentElement;
+  const ORDER = ["auto", "light", "dark"];
+  const LABELS = { auto: "Theme: system", light: "Theme: light", dark: "Theme: dark" };
+
+  function stored() {
+    try { return localStorage.getItem("poweron-theme") || "auto"; } catch (e) { return "auto"; }
+  }
+  function apply(choice) {
+    if (choice === "auto") root.removeAttribute("data-theme");
+    else root.setAttribute("data-theme", choice);
+    root.dataset.themeChoice = choice;
+    const button = document.getElementById("theme-toggle");
+    if (button) button.textContent = LABELS[choice];
+  }
+  apply(stored());
+
+  document.addEventListener("DOMContentLoaded", function () {
+    const button = document.getElementById("theme-toggle");
+    if (!button) return;
+    apply(stored());
+    button.addEventListener("click", function () {
+      const next = ORDER[(ORDER.indexOf(stored()) + 1) % ORDER.length];
+      try { localStorage.setItem("poweron-theme", next); } catch (e) { /* private mode */ }
+      apply(next);
+    });
+  });
+})();
