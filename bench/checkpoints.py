@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+from bench.pgtemp import drop_database, optional_database, url_of  # noqa: E402
+
 STEPS = 5
 """Actions of the scripted round whose recorded steps are counted."""
 
@@ -39,27 +40,6 @@ def setup_django(var_dir: str) -> None:
 
     django.setup()
     call_command("migrate", verbosity=0)
-
-
-def postgres_database() -> str | None:
-    """A fresh database on the local PostgreSQL, or None when it does not answer."""
-    try:
-        import psycopg
-
-        name = f"poweron_bench_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3) as connection:
-            connection.execute(f'CREATE DATABASE "{name}"')
-        return name
-    except Exception as error:  # no server: the PostgreSQL column is left out
-        print(f"(PostgreSQL not measured: {error})")
-        return None
-
-
-def drop_postgres(name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(PG_ADMIN, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def measure(url: str, steps: int, workflow) -> float:
@@ -131,10 +111,10 @@ async def main(args: argparse.Namespace, var_dir: str) -> None:
             await checkpoints.step("bench.step", noop)
         return count
 
-    pg = None if args.no_postgres else postgres_database()
+    pg = None if args.no_postgres else optional_database()
     backends = {"SQLite (WAL)": f"sqlite:///{var_dir}/dbos.sqlite"}
     if pg:
-        backends["PostgreSQL"] = f"postgresql://postgres@127.0.0.1:5432/{pg}"
+        backends["PostgreSQL"] = url_of(pg)
     samples: dict[str, list[float]] = {name: [] for name in backends}
     try:
         for rep in range(args.reps + 1):  # the first round of each is a warm-up
@@ -145,7 +125,7 @@ async def main(args: argparse.Namespace, var_dir: str) -> None:
         recorded, iterations = await steps_of_a_round(var_dir)
     finally:
         if pg:
-            drop_postgres(pg)
+            drop_database(pg)
         shutil.rmtree(var_dir, ignore_errors=True)
 
     print(

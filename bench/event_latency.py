@@ -30,12 +30,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.pgtemp import create_database, drop_database, url_of  # noqa: E402
 
 NOTES = b"""# Quarterly notes
 
@@ -47,7 +48,6 @@ VIEWERS = 3
 RECONNECTING = 0.3
 ROUND_TIMEOUT = 240.0
 STARTUP_TIMEOUT = 60.0
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 REDIS = "redis://127.0.0.1:6379/13"
 SCHEMA_KINDS = {
     "TaskPlan": "taskplan",
@@ -402,22 +402,6 @@ def report(rows: list) -> None:
     )
 
 
-def postgres_database() -> str:
-    import psycopg
-
-    name = f"poweron_load_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=5) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    return name
-
-
-def drop_postgres(name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(PG_ADMIN, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,25,50", help="concurrent runs per row")
@@ -439,14 +423,14 @@ def main() -> None:
     import redis
 
     redis.Redis.from_url(REDIS).flushdb()
-    database = postgres_database()
+    database = create_database("poweron_load")
     var_dir = Path(tempfile.mkdtemp(prefix="poweron-load-"))
     for name in ("MEDIA_ROOT", "POWERON_LLM_BASE_URL"):
         os.environ.pop(name, None)
     os.environ.update(
         POWERON_VAR_DIR=str(var_dir),
         DJANGO_SETTINGS_MODULE="poweron.settings",
-        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{database}",
+        DATABASE_URL=url_of(database),
         REDIS_URL=REDIS,
         POWERON_RUNNER="worker",
         POWERON_WORKER_CONCURRENCY=str(max(sizes)),
@@ -502,7 +486,7 @@ def main() -> None:
     finally:
         for child in reversed(children):
             stop(child)
-        drop_postgres(database)
+        drop_database(database)
         shutil.rmtree(var_dir, ignore_errors=True)
 
 

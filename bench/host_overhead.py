@@ -36,13 +36,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.pgtemp import drop_database, optional_database, url_of  # noqa: E402
 from tests.support.replies import cont, params, review, select, stop, taskplan  # noqa: E402
 from workflows.engine.controls import AutoControls  # noqa: E402
 from workflows.engine.round import run_round  # noqa: E402
 from workflows.engine.state import Budgets, RoundState  # noqa: E402
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM  # noqa: E402
 
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PROMPT = "Write a short market overview of European heat pumps."
 ANSWER = " ".join(["The European heat pump market grew in 2024; the report has the details."] * 4)
 # One cycle of five actions (action, parameter fields, label of the previous action's
@@ -382,27 +382,6 @@ class Child:
         self.process.wait(timeout=60)
 
 
-def postgres_database() -> str | None:
-    """A fresh database on the local PostgreSQL, or None when it does not answer."""
-    try:
-        import psycopg
-
-        name = f"poweron_bench_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3) as connection:
-            connection.execute(f'CREATE DATABASE "{name}"')
-        return name
-    except Exception as error:  # no server: its rows are left out
-        print(f"(PostgreSQL left out: it did not answer on 127.0.0.1:5432: {error})")
-        return None
-
-
-def drop_postgres(name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(PG_ADMIN, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 # --- measuring and reporting --------------------------------------------------------------------
 
 SYSTEMS = {
@@ -418,7 +397,7 @@ SYSTEMS = {
 async def measure(sizes: list[int], runs: int, postgres: str | None, directory: str) -> None:
     children = {"sqlite": Child("")}
     if postgres:
-        children["postgres"] = Child(f"postgres://postgres@127.0.0.1:5432/{postgres}")
+        children["postgres"] = Child(url_of(postgres))
     results: dict[tuple[str, int], list[dict[str, Any]]] = {}
     try:
         for size in sizes:
@@ -538,14 +517,14 @@ def main() -> None:
     args = parser.parse_args()
     runs = args.runs or (3 if args.quick else 9)
     sizes = [int(size) for size in args.sizes.split(",")]
-    postgres = None if args.no_postgres else postgres_database()
+    postgres = None if args.no_postgres else optional_database()
     directory = tempfile.mkdtemp(prefix="poweron-langgraph-")
     try:
         asyncio.run(measure(sizes, runs, postgres, directory))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
         if postgres:
-            drop_postgres(postgres)
+            drop_database(postgres)
 
 
 if __name__ == "__main__":
