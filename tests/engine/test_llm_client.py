@@ -6,7 +6,8 @@ import pytest
 
 from tests.support.fake_openai import FakeReply
 from workflows.engine.contracts import InvalidModelOutput, ModelUnavailable, Usage
-from workflows.engine.llm import OpenAICompatibleLLM, extract_json, strict_schema
+from workflows.engine.formats import extract_json, strict_schema
+from workflows.engine.llm import OpenAICompatibleLLM
 from workflows.engine.schemas import ActionSelection, RefinementDecision, TaskReview
 
 MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "u" * 400}]

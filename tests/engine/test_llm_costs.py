@@ -6,7 +6,8 @@ import asyncio
 import json
 from typing import Any
 
-from workflows.engine.llm import OpenAICompatibleLLM, response_format, shared_client
+from workflows.engine.formats import response_format
+from workflows.engine.llm import OpenAICompatibleLLM, shared_client
 from workflows.engine.schemas import ActionSelection, RefinementDecision, TaskPlan, TaskReview
 
 SETTINGS = {"api_key": "sk-test", "timeout": 5.0, "max_retries": 0}
@@ -105,7 +106,6 @@ def test_upper_bounds_are_checked_on_the_answer_not_sent() -> None:
     import pytest
     from pydantic import ValidationError
 
-    from workflows.engine.llm import response_format
     from workflows.engine.schemas import ActionSelection
 
     sent = json_module.dumps(response_format(ActionSelection, "json_schema"))
