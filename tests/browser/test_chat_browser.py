@@ -7,112 +7,22 @@ fake model server. Screenshots are saved under test-artifacts/ for people to loo
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.apps import PASSWORD, ROOT, AppProcesses, app_env
-from tests.support.fake_openai import FakeOpenAIServer, FakeReply
+from tests.support.apps import PASSWORD
+from tests.support.browser import ARTIFACTS, send, settled_everywhere, sign_in_to_new_workflow
+from tests.support.fake_openai import FakeReply
 from tests.support.replies import cont, extract_step, params, review, select, stop, taskplan
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 NOTES = "# Notes\n\nRevenue grew 12 percent in Q3. Costs fell 3 percent.\n"
 ANSWER = "The notes say revenue grew 12 percent while costs fell 3 percent."
 CODE = "revenue = 1.12 * last_year"
-
-
-def require_chromium() -> None:
-    if Path(CHROMIUM).exists():
-        return
-    message = f"{CHROMIUM} is missing (make test installs Debian's chromium)"
-    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-@pytest.fixture
-def model() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
-def app_url(model, tmp_path, request) -> Iterator[str]:
-    """A real Daphne serving the app on a fresh SQLite database, talking to the fake model
-    (with the settings of an indirect parameter, if any)."""
-    extra = getattr(request, "param", {})
-    env = app_env(tmp_path, model.url, POWERON_LLM_MODEL="fake-model", **extra)
-    app = AppProcesses(env, tmp_path)
-    try:
-        yield f"http://127.0.0.1:{app.web()}"
-    finally:
-        app.stop()
-        ARTIFACTS.mkdir(exist_ok=True)
-        shutil.copy(app.logs[0], ARTIFACTS / "daphne.log")
-
-
-OOB_WATCH = """
-window.__oobMisses = [];
-document.addEventListener("htmx:oobErrorNoTarget", (e) => {
-  window.__oobMisses.push(e.detail.content.id || e.detail.content.outerHTML.slice(0, 80));
-});
-"""
-
-
-CSP_WATCH = """
-document.addEventListener("securitypolicyviolation", (e) => {
-  window.__reportCsp(`${e.violatedDirective} blocked ${e.blockedURI || "inline"} ` +
-    `at ${e.sourceFile}:${e.lineNumber} ${e.sample || ""}`);
-});
-"""
-
-
-@pytest.fixture
-def page(app_url):
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(
-            viewport={"width": 1280, "height": 900}, accept_downloads=True
-        )
-        context.add_init_script(OOB_WATCH)  # every out-of-band swap must find its target
-        # Every Content-Security-Policy violation, on every page loaded, fails the test.
-        violations: list[str] = []
-        context.expose_binding("__reportCsp", lambda _source, text: violations.append(text))
-        context.add_init_script(CSP_WATCH)
-        page = context.new_page()
-        page.on(
-            "console",
-            lambda m: "Content Security Policy" in m.text and violations.append(m.text),
-        )
-        page.set_default_timeout(20_000)
-        try:
-            yield page
-            page.evaluate("() => new Promise((done) => setTimeout(done, 0))")  # flush reports
-            assert violations == [], violations
-        finally:
-            page.screenshot(path=ARTIFACTS / "last.png")
-            context.close()
-            browser.close()
 
 
 def first_round_script() -> list:
@@ -313,33 +223,6 @@ def test_at_max_steps_the_page_asks_and_continues(page, app_url, model, tmp_path
     for path in ["/admin/", "/admin/workflows/chatworkflow/", "/admin/workflows/connection/add/"]:
         page.goto(app_url + path)
         page.wait_for_selector("#content")
-
-
-STILL_GOING = "/\\b(running|started|pending)\\b|writing…|choosing an action…/i"
-
-
-def settled_everywhere(page) -> None:
-    """Nothing on the page says a run is going, and no swap missed its target."""
-    text = page.evaluate("() => document.body.innerText")
-    still = page.evaluate(f"(t) => (t.match({STILL_GOING}) || [])[0] || ''", text)
-    assert still == "", f"the page still says {still!r} after the run ended"
-    states = page.eval_on_selector_all("[data-state]", "els => els.map(e => e.dataset.state)")
-    assert not {"running", "started", "pending"} & set(states), states
-    assert page.evaluate("() => window.__oobMisses") == []
-
-
-def sign_in_to_new_workflow(page, app_url) -> None:
-    page.goto(app_url)
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.click("text=Create")
-    page.wait_for_selector("#connection[data-state=live]")
-
-
-def send(page, text: str) -> None:
-    page.fill("textarea[name=text]", text)
-    page.click("#send-button")
 
 
 def test_failures_and_a_stop_show_in_their_steps_and_every_badge_settles(page, app_url, model):

@@ -1,0 +1,34 @@
+"""Helpers for the browser tests: sign in, send, and check that nothing still says it runs."""
+
+from __future__ import annotations
+
+from tests.support.apps import PASSWORD, ROOT
+
+ARTIFACTS = ROOT / "test-artifacts"
+"""Where screenshots and the Daphne log of the last browser test go."""
+
+STILL_GOING = "/\\b(running|started|pending)\\b|writing…|choosing an action…/i"
+
+
+def settled_everywhere(page) -> None:
+    """Nothing on the page says a run is going, and no swap missed its target."""
+    text = page.evaluate("() => document.body.innerText")
+    still = page.evaluate(f"(t) => (t.match({STILL_GOING}) || [])[0] || ''", text)
+    assert still == "", f"the page still says {still!r} after the run ended"
+    states = page.eval_on_selector_all("[data-state]", "els => els.map(e => e.dataset.state)")
+    assert not {"running", "started", "pending"} & set(states), states
+    assert page.evaluate("() => window.__oobMisses") == []
+
+
+def sign_in_to_new_workflow(page, app_url) -> None:
+    page.goto(app_url)
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.click("text=Create")
+    page.wait_for_selector("#connection[data-state=live]")
+
+
+def send(page, text: str) -> None:
+    page.fill("textarea[name=text]", text)
+    page.click("#send-button")
