@@ -100,6 +100,12 @@ class ChatMessage(models.Model):
         null=True, blank=True, choices=[(1, "Thumbs up"), (-1, "Thumbs down")]
     )
     feedback_comment = models.TextField(blank=True)
+    reruns = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="A user message that runs an earlier round again (edited or regenerated): "
+        "that round's number. Its round sees only the history before that round.",
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
