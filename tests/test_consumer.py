@@ -144,6 +144,11 @@ async def test_feedback_is_stored_on_the_answer(alice):
     await communicator.send_json_to(
         {"action": "feedback", "message": str(answer.pk), "rating": "-1", "comment": "too short"}
     )
+    rated = await receive(communicator)  # stored and sent to every viewer, then the thanks
+    assert (rated["type"], rated["payload"]) == (
+        "feedback",
+        {"messageId": answer.pk, "rating": -1, "comment": "too short"},
+    )
     assert (await receive(communicator))["payload"]["text"] == "Thanks — your feedback is saved."
     await answer.arefresh_from_db()
     assert (answer.feedback, answer.feedback_comment) == (-1, "too short")

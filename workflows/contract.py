@@ -45,7 +45,17 @@ class NoticeEvent(BaseEvent):
     text: str
 
 
-HOST_EVENTS: tuple[type[BaseEvent], ...] = (RunEvent, NoticeEvent)
+class FeedbackEvent(BaseEvent):
+    """The user rated an answer; the latest rating of a message is the one that counts, and
+    a reloaded page shows it again."""
+
+    type: Literal["feedback"] = "feedback"
+    messageId: int
+    rating: Literal[1, -1]
+    comment: str = ""
+
+
+HOST_EVENTS: tuple[type[BaseEvent], ...] = (RunEvent, NoticeEvent, FeedbackEvent)
 
 AnyEvent = Annotated[
     Union[*ENGINE_EVENTS, *HOST_EVENTS],  # type: ignore[valid-type]  # noqa: UP007

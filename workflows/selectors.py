@@ -25,6 +25,23 @@ def workflow_search(*, user, query: str) -> QuerySet[ChatWorkflow]:
     return workflows
 
 
+def rounds_hidden(*, message: ChatMessage) -> range:
+    """The earlier rounds a user message's round does not see: none for a new message; for one
+    that reruns round k, the rounds from k on (a rerun of a rerun goes back to the first)."""
+    start, reruns, seen = message.round, message.reruns, set()
+    while reruns is not None and reruns < start and reruns not in seen:
+        seen.add(reruns)
+        start = reruns
+        reruns = (
+            ChatMessage.objects.filter(
+                workflow_id=message.workflow_id, role=ChatMessage.Role.USER, round=start
+            )
+            .values_list("reruns", flat=True)
+            .first()
+        )
+    return range(start, message.round)
+
+
 def workflow_get(*, user, workflow_id: int) -> ChatWorkflow:
     """One of the user's workflows, or 404."""
     return get_object_or_404(ChatWorkflow, pk=workflow_id, owner=user)

@@ -15,7 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
-from workflows.contract import Envelope, payload_of
+from workflows.contract import Envelope, FeedbackEvent, payload_of
 from workflows.engine.events import MessageEvent
 
 from . import rates
@@ -203,12 +203,26 @@ def connection_create(*, owner, label: str, kind: str, secret: str) -> Connectio
     return connection
 
 
-def message_feedback(*, message: ChatMessage, rating: int, comment: str = "") -> ChatMessage:
-    """Record a user's thumbs up (1) or down (-1) on an answer."""
-    message.feedback = rating
-    message.feedback_comment = comment.strip()
-    message.save(update_fields=["feedback", "feedback_comment"])
-    return message
+def message_feedback(*, message: ChatMessage, rating: int, comment: str = "") -> Envelope:
+    """Record a user's thumbs up (1) or down (-1) on an answer, with its event: every open
+    page of the workflow, and every later reload, shows the rating chosen."""
+    with transaction.atomic():
+        message.feedback = rating
+        message.feedback_comment = comment.strip()
+        message.save(update_fields=["feedback", "feedback_comment"])
+        event = FeedbackEvent(
+            round=message.round,
+            messageId=message.pk,
+            rating=rating,  # type: ignore[arg-type]
+            comment=message.feedback_comment,
+        )
+        stored = event_append(
+            workflow_id=message.workflow_id,
+            type=event.type,
+            payload=payload_of(event),
+            round=event.round,
+        )
+    return Envelope.from_row(stored)
 
 
 PENDING_UPLOAD_LABEL = "pending_upload"
@@ -223,6 +237,26 @@ class WorkflowBusy(Exception):
     """A run is already in progress for this workflow."""
 
 
+class RoundRefused(WorkflowBusy):
+    """The round cannot open as asked (say, it reruns a round that does not exist)."""
+
+
+def upload_copy(upload: ChatDocument, *, message: ChatMessage) -> ChatDocument:
+    """A copy of an earlier round's upload for the round `message` opens."""
+    with upload.file.open("rb") as handle:
+        data = handle.read()
+    return document_create(
+        workflow=message.workflow,
+        name=upload.name,
+        data=data,
+        label=upload_label(message.round),
+        round=message.round,
+        mime_type=upload.mime_type,
+        source=ChatDocument.Source.UPLOADED,
+        message=message,
+    )
+
+
 def round_open(
     *,
     workflow_id: int,
@@ -232,9 +266,14 @@ def round_open(
     queued: bool = False,
     max_runs: int = 0,
     max_rounds_per_hour: int = 0,
+    reruns: int | None = None,
 ) -> tuple[ChatWorkflow, ChatMessage, Envelope]:
     """Claim an idle workflow for a new round, store the user's message with its event, and
     attach its uploads. The message is on record before any run starts.
+
+    `reruns` runs an earlier round again (its message edited, or as it was): the new round
+    gets copies of that round's uploads and sees only the history before it; the earlier
+    round stays in the workflow as it was.
 
     One run per workflow: the status update is a compare-and-set, so a second start loses.
     At most `max_runs` runs per user at once, and `max_rounds_per_hour` rounds started per
@@ -265,6 +304,13 @@ def round_open(
         if not claimed:
             raise WorkflowBusy("This workflow is already running; stop it or wait for it.")
         workflow = ChatWorkflow.objects.get(pk=workflow_id)
+        source = None
+        if reruns is not None:
+            source = workflow.messages.filter(
+                role=ChatMessage.Role.USER, round=reruns, round__lt=workflow.current_round
+            ).first()
+            if source is None:
+                raise RoundRefused(f"Round {reruns} is not an earlier round of this workflow.")
         if not workflow.title:
             workflow.title = text.strip().splitlines()[0][:80]
             workflow.save(update_fields=["title"])
@@ -274,7 +320,11 @@ def round_open(
             content=text,
             round=workflow.current_round,
             status="sent",
+            reruns=reruns,
         )
+        if source is not None:
+            for upload in source.documents.filter(source=ChatDocument.Source.UPLOADED):
+                upload_copy(upload, message=message)
         workflow.documents.filter(
             pk__in=document_ids, label=PENDING_UPLOAD_LABEL, source=ChatDocument.Source.UPLOADED
         ).update(
@@ -290,6 +340,8 @@ def round_open(
             messageId=message.pk,
             documents=[document.as_ref() for document in message.documents.order_by("id")],
             title=str(workflow),
+            reruns=reruns,
+            edited=source is not None and source.content != text,
         )
         stored = event_append(
             workflow_id=workflow.pk,

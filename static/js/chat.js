@@ -75,6 +75,20 @@
     if (meta.dataset.role === "user") sendConfirmed();
   });
 
+  // A finished step folds to its one-line summary (action, outcome, duration, tokens); a
+  // failed one stays open with its errors. One the reader opened or closed stays as they left it.
+  const FOLDED = new Set(["success", "stopped"]);
+  function foldFinishedSteps() {
+    document.querySelectorAll("details.step[open]:not([data-pinned])").forEach(function (step) {
+      const badge = step.querySelector(":scope > summary .badge[data-state]");
+      if (badge && FOLDED.has(badge.dataset.state)) step.open = false;
+    });
+  }
+  chat.addEventListener("click", function (e) {
+    const summary = e.target.closest("details.step > summary");
+    if (summary) summary.parentElement.dataset.pinned = "1";
+  });
+  chat.addEventListener("htmx:wsAfterMessage", foldFinishedSteps);
   chat.addEventListener("htmx:wsAfterMessage", scrollDown);
   // Notices for this tab fade after a while; the record of the run is in the timeline.
   chat.addEventListener("htmx:wsAfterMessage", function () {
@@ -150,10 +164,12 @@
   // Clear the composer only once the round has really opened (its user message arrived):
   // a refused send (say, while another run is going) keeps the text and the attachments.
   let pendingSend = false;
+  let pendingEdit = null; // an edited message's panel closes once its round has opened
   chat.addEventListener("htmx:wsAfterSend", function (evt) {
     const form = evt.target.closest("form");
     if (!form) return;
     if (form.id === "composer") pendingSend = true;
+    if (form.classList.contains("edit-form")) pendingEdit = form.closest("details");
     // A question is answered once: the loop has moved on.
     if (form.classList.contains("ask")) {
       form.querySelectorAll("button, input").forEach((el) => { el.disabled = true; });
@@ -173,6 +189,7 @@
     if (button) button.closest("form").dataset.chosen = button.value;
   });
   function sendConfirmed() {
+    if (pendingEdit) { pendingEdit.open = false; pendingEdit = null; }
     if (!pendingSend) return;
     pendingSend = false;
     const composer = document.getElementById("composer");

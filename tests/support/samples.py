@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workflows.contract import NoticeEvent, RunEvent
+from workflows.contract import FeedbackEvent, NoticeEvent, RunEvent
 from workflows.engine.contracts import DocumentRef
 from workflows.engine.events import (
     ActEvent,
@@ -69,4 +69,5 @@ def samples(document: DocumentRef) -> dict[str, BaseEvent]:
         "ask": AskEvent(round=1, task=1, question="More?", stepsDone=5),
         "run": RunEvent(round=1, status="completed", reason="done"),
         "notice": NoticeEvent(round=0, level="info", text="hello"),
+        "feedback": FeedbackEvent(round=1, messageId=1, rating=-1, comment="Too short"),
     }

@@ -228,6 +228,11 @@ class MessageEvent(BaseEvent):
     """The stored message's id (set by the host)."""
     title: str = ""
     """User messages: the workflow's title after this message (set by the host)."""
+    reruns: int | None = None
+    """User messages: the earlier round this one runs again, edited or as it was (set by the
+    host); the round sees only the history before that round."""
+    edited: bool = False
+    """User messages that rerun a round: whether the text was changed."""
 
 
 class DocumentEvent(BaseEvent):

@@ -193,8 +193,12 @@ class DurableStore:
     document is written once per (round, task, action, position), even when a resumed round
     saves it again."""
 
-    def __init__(self, workflow: ChatWorkflow, checkpoints: Checkpoints) -> None:
+    def __init__(
+        self, workflow: ChatWorkflow, checkpoints: Checkpoints, *, hidden: range = range(0)
+    ) -> None:
         self.workflow = workflow
+        self.hidden = hidden
+        """Rounds whose documents this round does not see (it reruns an earlier round)."""
         self._checkpoints = checkpoints
         self._refs: list[DocumentRef] = []
         self._saved: dict[tuple[int, int, int], int] = {}
@@ -207,6 +211,8 @@ class DurableStore:
     @database_sync_to_async
     def _index(self) -> list[dict[str, Any]]:
         documents = self.workflow.documents.order_by("id")
+        if self.hidden:
+            documents = documents.exclude(round__in=self.hidden)
         return [document.as_ref().model_dump(mode="json") for document in documents]
 
     def index(self) -> list[DocumentRef]:

@@ -32,8 +32,11 @@ class CommandRefused(Exception):
     """The request is understood but cannot be carried out now; the text says why."""
 
 
-async def start_round(*, workflow_id: int, user, text: str, document_ids: list[int]) -> None:
-    """Open a round with the user's message and run it durably in the background."""
+async def start_round(
+    *, workflow_id: int, user, text: str, document_ids: list[int], reruns: int | None = None
+) -> None:
+    """Open a round with the user's message and run it durably in the background (`reruns`:
+    the earlier round it runs again, see `services.round_open`)."""
     queued = settings.POWERON_RUNNER == "worker"
     try:
         workflow, message, opened = await database_sync_to_async(services.round_open)(
@@ -44,6 +47,7 @@ async def start_round(*, workflow_id: int, user, text: str, document_ids: list[i
             queued=queued,
             max_runs=settings.POWERON_MAX_RUNS_PER_USER,
             max_rounds_per_hour=settings.POWERON_MAX_ROUNDS_PER_HOUR,
+            reruns=reruns,
         )
     except services.WorkflowBusy as busy:
         raise CommandRefused(str(busy)) from busy

@@ -24,6 +24,7 @@ from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
 from django.conf import settings
 from django.utils import timezone
 
+from workflows import selectors
 from workflows.contract import Envelope, RunEvent
 from workflows.engine.events import BaseEvent, DeltaEvent, ErrorEvent, RoundEvent
 from workflows.engine.round import run_round
@@ -115,7 +116,8 @@ class RoundRunner:
             )
             state = RoundState.model_validate(prepared)
             self.parts = parts = await setup.build(workflow)
-            store = DurableStore(workflow, self.checkpoints)
+            hidden = await database_sync_to_async(selectors.rounds_hidden)(message=message)
+            store = DurableStore(workflow, self.checkpoints, hidden=hidden)
             await store.load()
             controls = DurableControls(
                 self.checkpoints, connections=parts.connections, answer_timeout=parts.answer_timeout

@@ -10,6 +10,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
+from workflows import selectors
 from workflows.engine.contracts import LLM, ToolExecutor
 from workflows.engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
 from workflows.models import ChatMessage, ChatWorkflow
@@ -171,7 +172,8 @@ def history_entry(message: ChatMessage) -> HistoryEntry:
 def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
     """The round's state as JSON (recorded): history of earlier rounds, connections by label,
     limits. No secret is in it."""
-    earlier = workflow.messages.filter(round__lt=message.round).prefetch_related("documents")
+    hidden = selectors.rounds_hidden(message=message)
+    earlier = workflow.messages.filter(round__lt=hidden.start).prefetch_related("documents")
     connections = list(workflow.owner.connections.all())
     state = RoundState(
         mode=workflow.mode,  # type: ignore[arg-type]

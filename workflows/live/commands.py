@@ -15,8 +15,10 @@ from pydantic import (
 )
 
 from workflows import services
+from workflows.contract import Envelope
 from workflows.execution import launcher
 from workflows.execution.launcher import CommandRefused
+from workflows.live import broadcast
 from workflows.models import ChatMessage
 
 
@@ -31,6 +33,16 @@ class Send(Command):
     action: Literal["send"]
     text: str = Field(min_length=1, max_length=20_000)
     documents: list[int] = Field(default_factory=list, max_length=50)
+    reruns: int | None = Field(default=None, ge=1)
+    """Edit and resend: the earlier round this message runs again (with that round's uploads
+    and only the history before it); that round stays as it was."""
+
+
+class Regenerate(Command):
+    """Run a round's message again, as it was, for a new answer (a new round)."""
+
+    action: Literal["regenerate"]
+    round: int = Field(ge=1)
 
 
 class Stop(Command):
@@ -84,7 +96,8 @@ class Resume(Command):
 
 
 AnyCommand = Annotated[
-    Send | Stop | Steer | Extend | Approve | Feedback | Resume, Field(discriminator="action")
+    Send | Regenerate | Stop | Steer | Extend | Approve | Feedback | Resume,
+    Field(discriminator="action"),
 ]
 _adapter: TypeAdapter[AnyCommand] = TypeAdapter(AnyCommand)
 
@@ -102,6 +115,8 @@ def coerce_form_values(content: dict[str, Any]) -> dict[str, Any]:
     documents = values.get("documents")
     if isinstance(documents, str):
         values["documents"] = [documents] if documents else []
+    if values.get("reruns") == "":
+        values["reruns"] = None
     if isinstance(values.get("approved"), str):
         values["approved"] = values["approved"].lower() in {"1", "true", "yes", "on"}
     return values
@@ -125,6 +140,12 @@ async def execute(command: AnyCommand, *, user, workflow_id: int) -> str | None:
                 user=user,
                 text=command.text,
                 document_ids=command.documents,
+                reruns=command.reruns,
+            )
+        case Regenerate():
+            text = await round_text(workflow_id, command.round)
+            await launcher.start_round(
+                workflow_id=workflow_id, user=user, text=text, document_ids=[], reruns=command.round
             )
         case Stop():
             await launcher.request_stop(workflow_id=workflow_id)
@@ -135,7 +156,7 @@ async def execute(command: AnyCommand, *, user, workflow_id: int) -> str | None:
         case Approve():
             await launcher.answer(workflow_id=workflow_id, kind="approve", value=command.approved)
         case Feedback():
-            await record_feedback(workflow_id, command)
+            await broadcast.broadcast(await record_feedback(workflow_id, command))
             return "Thanks — your feedback is saved."
         case Resume():  # handled by the consumer, which owns the replay position
             pass
@@ -143,10 +164,23 @@ async def execute(command: AnyCommand, *, user, workflow_id: int) -> str | None:
 
 
 @database_sync_to_async
-def record_feedback(workflow_id: int, command: Feedback) -> None:
+def record_feedback(workflow_id: int, command: Feedback) -> Envelope:
     message = ChatMessage.objects.filter(
         pk=command.message, workflow_id=workflow_id, role=ChatMessage.Role.ASSISTANT
     ).first()
     if message is None:
         raise CommandRefused("Feedback goes on one of this workflow's answers.")
-    services.message_feedback(message=message, rating=command.rating, comment=command.comment)
+    return services.message_feedback(
+        message=message, rating=command.rating, comment=command.comment
+    )
+
+
+@database_sync_to_async
+def round_text(workflow_id: int, round: int) -> str:
+    """The text of the message that opened a round of the workflow."""
+    message = ChatMessage.objects.filter(
+        workflow_id=workflow_id, role=ChatMessage.Role.USER, round=round
+    ).first()
+    if message is None:
+        raise CommandRefused(f"Round {round} is not a round of this workflow.")
+    return message.content

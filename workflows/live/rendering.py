@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.formats import number_format
 from django.utils.safestring import mark_safe
 
-from workflows.contract import EVENT_TYPES, Envelope, NoticeEvent, RunEvent
+from workflows.contract import EVENT_TYPES, Envelope, FeedbackEvent, NoticeEvent, RunEvent
 from workflows.engine.events import (
     ActEvent,
     ActionPlanEvent,
@@ -88,6 +88,7 @@ def render_event(envelope: Envelope) -> str:
             | ApprovalEvent()
             | RunEvent()
             | NoticeEvent()
+            | FeedbackEvent()
         ):
             pass
         case _:
