@@ -222,6 +222,8 @@ POWERON_LLM_BASE_URL = os.environ.get("POWERON_LLM_BASE_URL", "")
 POWERON_LLM_API_KEY = os.environ.get("POWERON_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
 POWERON_LLM_MODEL = os.environ.get("POWERON_LLM_MODEL", "gpt-4o-mini")
 POWERON_LLM_TIMEOUT = env_int("POWERON_LLM_TIMEOUT", 60)
+# How long the demo model takes per call, typically (ms): it paces itself like a model.
+POWERON_DEMO_DELAY_MS = env_int("POWERON_DEMO_DELAY_MS", 500)
 POWERON_MAX_STEPS = env_int("POWERON_MAX_STEPS", 5)
 POWERON_TOKEN_BUDGET = env_int("POWERON_TOKEN_BUDGET", 200_000)  # per round
 POWERON_DAILY_TOKEN_BUDGET = env_int("POWERON_DAILY_TOKEN_BUDGET", 0)  # per workflow, 24 h

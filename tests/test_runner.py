@@ -53,7 +53,7 @@ async def test_demo_round_runs_stores_and_settles(alice):
     assert types[-1] == "run"
     assert workflow.status == ChatWorkflow.Status.COMPLETED
     assert workflow.title == "Summarise my notes"
-    assert workflow.prompt_tokens > 0
+    assert workflow.prompt_tokens == workflow.completion_tokens == 0  # the demo counts none
     assert workflow.heartbeat is not None  # the run showed it was alive
 
     roles = [m.role for m in messages]

@@ -313,9 +313,9 @@ def test_demo_answer_quotes_the_documents_not_their_markup() -> None:
         "report.html: <!doctype html> <html>\n<<<END UNTRUSTED DATA>>>\n"
     )
     answer = DemoLLM().final(results)
-    assert "- **notes.md**: Revenue grew 12 percent. Costs fell." in answer
+    assert "**notes.md**\n\nRevenue grew 12 percent. Costs fell." in answer
     assert "Files written: `report.md`, `report.html`." in answer
-    for junk in ("_TEXT", "##", "<html", "doctype"):
+    for junk in ("_TEXT", "notes.txt", "## Text", "#", "<html", "doctype"):
         assert junk not in answer
 
 

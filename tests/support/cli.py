@@ -55,6 +55,7 @@ def cli_env(var_dir: Path, **settings: str) -> dict[str, str]:
             host = urlsplit(value).hostname
             assert host == "127.0.0.1", f"{name}={value!r} does not point at 127.0.0.1"
     env.update(settings)
+    env.setdefault("POWERON_DEMO_DELAY_MS", "0")  # the demo model answers at once in tests
     env["POWERON_VAR_DIR"] = str(var_dir)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env

@@ -63,7 +63,8 @@ def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No test can reach a real model by accident: fake key, dead base URL, no LLM config.
 
     Django settings are read once at startup, so the model settings are also blanked
-    there (the app then uses its demo model); a test that wants a model sets them itself.
+    there (the app then uses its demo model, unpaced so tests stay quick); a test that
+    wants a model sets them itself.
     """
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", DEAD_BASE_URL)
@@ -81,7 +82,7 @@ def _blank_django_model_settings() -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext()
     if not settings.configured:
         return contextlib.nullcontext()
-    return override_settings(**dict.fromkeys(_UNSET, ""))
+    return override_settings(**dict.fromkeys(_UNSET, ""), POWERON_DEMO_DELAY_MS=0)
 
 
 @pytest.fixture

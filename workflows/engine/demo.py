@@ -3,14 +3,21 @@
 It speaks the same LLM protocol as a real model and reads the engine's own prompts:
 extract the uploaded documents, write a report, stop, and answer with an extractive
 summary. Without documents it answers directly. Labelled "demo model" everywhere.
+
+Given `delay_ms` it takes its time like a model: each call waits a few hundred milliseconds
+and the answer streams in small pieces, so the loop can be watched, stopped and steered.
+Every wait is an asyncio sleep, which a stop cancels at once. It reports no tokens: it
+reads none, and an estimate would pass for a real count.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Sequence
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from .contracts import (
@@ -46,14 +53,20 @@ _META = re.compile(r"_[^_\n]{1,160}_")
 _FILE_HEADING = re.compile(r"#+\s+\S+\.\w{2,5}\b")
 _SECTION_HEADING = re.compile(r"#+\s+(?:Page \d+|Sheet \d+|Section \d+|Text|Content)\b")
 _READABLE = (".md", ".txt", ".csv", ".json")
+_HEADING = re.compile(r"(?:^|\s)(#{1,6})\s+")
+_ITEM = re.compile(r"\s+(?=(?:[-*+]|\d{1,3}[.)])\s)")
+_ITEM_START = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s")
+_SENTENCE_END = (".", "!", "?", ":")
+_PIECE = re.compile(r"\s*\S{1,12}")
 
 
 def readable_text(preview: str) -> str:
-    """A preview of extracted Markdown without its metadata lines and section markers."""
+    """A preview of extracted Markdown without its metadata lines and section markers (the
+    document's own headings stay)."""
     text = _META.sub(" ", preview)
     text = _FILE_HEADING.sub(" ", text)
     text = _SECTION_HEADING.sub(" ", text)
-    return " ".join(text.replace("#", " ").split())
+    return " ".join(text.split())
 
 
 def leading_sentences(text: str, count: int = 2) -> str:
@@ -63,14 +76,97 @@ def leading_sentences(text: str, count: int = 2) -> str:
     return " ".join(sentences[:count])[:400]
 
 
+def markdown_blocks(flat: str) -> list[str]:
+    """The headings, paragraphs and list items of a preview whose line breaks were
+    collapsed. Headings move two levels down (they stand under the document's name); a
+    heading whose end cannot be told stays a paragraph."""
+    parts = _HEADING.split(flat)
+    blocks = _paragraph_and_items(parts[0])
+    for hashes, body in zip(parts[1::2], parts[2::2], strict=True):
+        heading, rest = _heading_and_rest(body)
+        if heading:
+            blocks.append("#" * min(6, len(hashes) + 2) + " " + heading)
+        blocks += _paragraph_and_items(rest)
+    return blocks
+
+
+def _heading_and_rest(body: str) -> tuple[str, str]:
+    """A heading's text and what follows it: a short heading ends at the first list item; a
+    heading in sentence case ("Quarterly notes") ends before the next capitalised word."""
+    head, *after = _ITEM.split(body, maxsplit=1)
+    tail = after[0] if after else ""
+    words = head.split()
+    if 0 < len(words) <= 8 and not any(word.endswith(_SENTENCE_END) for word in words):
+        return " ".join(words), tail
+    capital = next((i for i, word in enumerate(words[1:10], 1) if word[:1].isupper()), 0)
+    if capital > 1 and not any(word.endswith(_SENTENCE_END) for word in words[:capital]):
+        return " ".join(words[:capital]), " ".join([*words[capital:], tail])
+    return "", body
+
+
+def _paragraph_and_items(text: str) -> list[str]:
+    """A paragraph and the list items after it. A marker starts an item at the start, after
+    a sentence's end or after another item; elsewhere ("grew - a lot") it stays a dash."""
+    blocks: list[str] = []
+    for piece in _ITEM.split(text.strip()):
+        if not piece:
+            continue
+        if not blocks or _ITEM_START.match(blocks[-1]) or blocks[-1].endswith(_SENTENCE_END):
+            blocks.append(piece)
+        else:
+            blocks[-1] += " " + piece
+    return blocks
+
+
+def join_blocks(blocks: list[str]) -> str:
+    """Markdown blocks as text: list items on consecutive lines, other blocks apart."""
+    text = ""
+    for block in blocks:
+        tight = text and _ITEM_START.match(block) and _ITEM_START.match(text.rsplit("\n", 1)[-1])
+        text += ("\n" if tight else "\n\n" if text else "") + block
+    return text
+
+
+def stream_pieces(text: str) -> list[str]:
+    """A text in the small pieces a model streams: a word each, long words cut."""
+    pieces = _PIECE.findall(text)
+    rest = text[len("".join(pieces)) :]
+    return [*pieces, rest] if rest else pieces
+
+
 class DemoLLM:
-    """A deterministic policy behind the LLM protocol."""
+    """A deterministic policy behind the LLM protocol, paced like a model when asked."""
 
     label = DEMO_LABEL
 
-    def _usage(self, kind: str, messages: Sequence[Message], text: str) -> Usage:
-        prompt = sum(len(m["content"]) for m in messages)
-        return Usage(kind=kind, prompt_tokens=prompt // 4, completion_tokens=len(text) // 4)
+    def __init__(
+        self,
+        *,
+        delay_ms: int = 0,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
+        self.delay_ms = max(0, delay_ms)
+        """The typical wait of one call; 0 answers at once."""
+        self._sleep = sleep
+
+    def call_delay(self, kind: str, prompt: str) -> float:
+        """Seconds one call waits: 0.6 to 1.4 times `delay_ms`, always the same for the same
+        kind and prompt size (so a run is as reproducible as its answers)."""
+        spread = zlib.crc32(f"{kind}:{len(prompt)}".encode()) % 1001 / 1000
+        return self.delay_ms * (0.6 + 0.8 * spread) / 1000
+
+    def piece_delay(self, pieces: int) -> float:
+        """Seconds between two streamed pieces: a twenty-fifth of `delay_ms`, and the whole
+        answer within six times `delay_ms`."""
+        return min(self.delay_ms / 25, 6 * self.delay_ms / max(1, pieces)) / 1000
+
+    async def _wait(self, seconds: float) -> None:
+        if seconds > 0:
+            await self._sleep(seconds)  # cancellable: a stop ends the wait at once
+
+    def _usage(self, kind: str, started: float) -> Usage:
+        # No token counts: the demo reads none, and an estimate would look real.
+        return Usage(kind=kind, latency_ms=int((time.perf_counter() - started) * 1000))
 
     async def complete(
         self, messages: Sequence[Message], *, output: type[T], kind: str
@@ -78,9 +174,9 @@ class DemoLLM:
         """Answer the engine's structured prompts by reading them."""
         prompt = "\n\n".join(m["content"] for m in messages)  # the catalog is in the system
         started = time.perf_counter()
+        await self._wait(self.call_delay(kind, prompt))
         answer = self.decide(kind, prompt)
-        usage = self._usage(kind, messages, json.dumps(answer))
-        usage.latency_ms = int((time.perf_counter() - started) * 1000)
+        usage = self._usage(kind, started)
         try:
             return Completion(output.model_validate(answer), usage)
         except ValueError as error:
@@ -204,9 +300,10 @@ class DemoLLM:
         }
 
     def final(self, prompt: str) -> str:
-        """An extractive answer: the leading sentences of what was read, and the files made."""
+        """An extractive answer: what was read, with its headings and lists, and the files
+        made."""
         blocks = _FENCE.findall(section(prompt, "Results"))
-        lines: list[str] = []
+        parts: list[str] = []
         files: list[str] = []
         for block in blocks:
             for line in block.splitlines():
@@ -215,28 +312,37 @@ class DemoLLM:
                     continue
                 if "report" in name.lower() or not name.lower().endswith(_READABLE):
                     files.append(name)
-                elif sentences := leading_sentences(readable_text(text)):
-                    lines.append(f"- **{name}**: {sentences}")
+                elif found := markdown_blocks(readable_text(text)):
+                    parts.append(f"**{name}**\n\n{join_blocks(found)}")
+        parts = parts[:6]
         if files:
-            lines.append("\nFiles written: " + ", ".join(f"`{name}`" for name in files[:6]) + ".")
-        if not lines:
+            parts.append("Files written: " + ", ".join(f"`{name}`" for name in files[:6]) + ".")
+        if not parts:
             request = leading_sentences(section(prompt, "User request"), 1)
             return (
                 "I am the demo model: no language model is configured, so I can only extract "
                 f"and summarise uploaded documents. Your message was: {request}"
             )
-        return "Summary by the demo model (extractive):\n\n" + "\n".join(lines[:12])
+        return "Summary by the demo model (extractive):\n\n" + "\n\n".join(parts)
 
     async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:
         """A plain-text answer (the extractive final answer)."""
+        started = time.perf_counter()
         text = self.final(messages[-1]["content"] if messages else "")
-        return TextCompletion(text, self._usage(kind, messages, text))
+        await self._wait(self.call_delay(kind, text))
+        return TextCompletion(text, self._usage(kind, started))
 
     async def stream_text(
         self, messages: Sequence[Message], *, kind: str, key: str = ""
     ) -> AsyncIterator[str | Usage]:
-        """The extractive answer, word by word, then its usage."""
+        """The extractive answer in small pieces with short pauses, then its usage."""
+        started = time.perf_counter()
         text = self.final(messages[-1]["content"] if messages else "")
-        for index, word in enumerate(text.split(" ")):
-            yield word if index == 0 else " " + word
-        yield self._usage(kind, messages, text)
+        await self._wait(self.call_delay(kind, text))  # until the first piece
+        pieces = stream_pieces(text)
+        pause = self.piece_delay(len(pieces))
+        for index, piece in enumerate(pieces):
+            if index:
+                await self._wait(pause)
+            yield piece
+        yield self._usage(kind, started)

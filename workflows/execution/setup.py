@@ -49,7 +49,7 @@ def build_llm() -> LLM:
     from workflows.engine.llm import OpenAICompatibleLLM
 
     if not model_configured():
-        return DemoLLM()
+        return DemoLLM(delay_ms=settings.POWERON_DEMO_DELAY_MS)
     return OpenAICompatibleLLM(
         base_url=settings.POWERON_LLM_BASE_URL or None,
         api_key=settings.POWERON_LLM_API_KEY or "not-needed",

@@ -9,7 +9,7 @@ Every piece of document text and every note derived from it is fenced as untrust
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from workflows.engine.contracts import LLM, ActionContext, DocumentRef, Message, untrusted
@@ -60,23 +60,73 @@ def is_demo(llm: LLM) -> bool:
 DEMO_NOTE = "demo model: no language model is configured, so the text was not rewritten"
 
 
-def extractive_digest(sources: Sequence[Source], *, chars_per_source: int = 900) -> str:
-    """A deterministic Markdown digest: each document's opening text, under its name."""
-    blocks = ["_Compiled without a language model: the opening of each source._"]
+def extractive_digest(sources: Sequence[Source], *, chars_per_source: int = 2_000) -> str:
+    """A deterministic Markdown digest: each document's opening under its name, as written
+    (its headings one level below the name, its lists and paragraphs as they are)."""
+    blocks = ["_Compiled without a language model: the opening of each source, as written._"]
     for source in sources:
-        opening, size = [], 0
-        for section in source.extracted.sections:
-            text = re.sub(r"^#+\s*", "", " ".join(section.text.split()))
-            if not text:
-                continue
-            where = f"p. {section.page}: " if section.page is not None else ""
-            opening.append(f"{where}{text[: chars_per_source - size]}")
-            size += len(opening[-1])
-            if size >= chars_per_source:
-                break
-        body = "\n\n".join(opening) or "_(no text)_"
+        body = _opening(source, chars_per_source) or "_(no text)_"
         blocks.append(f"## {source.label}\n\n{body}")
     return "\n\n".join(blocks)
+
+
+_FACTS_LINE = re.compile(r"_[A-Z]+, \d+ (?:section|page)\(s\)[^\n]*_")
+"""The line document.extract writes under a file's name: its kind and size, not its text."""
+_ATX_HEADING = re.compile(r"(#{1,6})\s+(.*)")
+_SETEXT_UNDERLINE = re.compile(r"=+|-{2,}")
+_FENCE_LINE = re.compile(r"(```|~~~)")
+
+
+def _opening(source: Source, limit: int) -> str:
+    """The source's lines up to `limit` characters, cut at a line (or a word, for a first
+    line that is too long), with any code fence left open closed."""
+    kept: list[str] = []
+    size = 0
+    for line in _digest_lines(source):
+        if not line and (not kept or not kept[-1]):
+            continue  # one blank line between blocks is enough
+        if size + len(line) > limit:
+            room = limit - size
+            if room > 40:
+                kept.append(line[:room].rsplit(" ", 1)[0] + " …")
+            else:
+                kept.append("…")
+            break
+        kept.append(line)
+        size += len(line) + 1
+    fences = [match.group(1) for line in kept if (match := _FENCE_LINE.match(line.lstrip()))]
+    if len(fences) % 2:
+        kept.append(fences[-1])
+    return "\n".join(kept).strip()
+
+
+def _digest_lines(source: Source) -> Iterator[str]:
+    """Every section's lines: headings two levels down (below "## name"), the heading that
+    repeats the source's name and the extract's facts line left out, pages marked "p. N:";
+    code blocks as they are."""
+    in_code = False
+    for section in source.extracted.sections:
+        prefix = f"p. {section.page}: " if section.page is not None else ""
+        for raw in section.text.strip().splitlines():
+            line = raw.rstrip()
+            if _FENCE_LINE.match(line.lstrip()):
+                in_code = not in_code
+            if in_code or _FENCE_LINE.match(line.lstrip()):
+                yield line
+                continue
+            heading = _ATX_HEADING.fullmatch(line.strip())
+            if heading and heading.group(2).strip() == source.label:
+                continue
+            if _FACTS_LINE.fullmatch(line.strip()):
+                continue
+            if _SETEXT_UNDERLINE.fullmatch(line.strip()):
+                line = ""  # would turn the line above into a heading above the name's level
+            elif heading:
+                line = "#" * min(6, len(heading.group(1)) + 2) + " " + heading.group(2)
+            elif prefix and line.strip():
+                line, prefix = prefix + line.strip(), ""
+            yield line
+        yield ""
 
 
 def chunk_budget(ctx: ActionContext) -> int:
