@@ -228,6 +228,14 @@ POWERON_MAX_STEPS = env_int("POWERON_MAX_STEPS", 5)
 POWERON_TOKEN_BUDGET = env_int("POWERON_TOKEN_BUDGET", 200_000)  # per round
 POWERON_DAILY_TOKEN_BUDGET = env_int("POWERON_DAILY_TOKEN_BUDGET", 0)  # per workflow, 24 h
 POWERON_TIME_BUDGET = env_int("POWERON_TIME_BUDGET", 600)
+# Prices per million tokens for a model genai-prices does not know, or to replace its price
+# (a self-hosted model); input and output both set turn them on. Cached input defaults to
+# the input price. POWERON_DAILY_COST_BUDGET is in the same currency (0: off).
+POWERON_PRICE_INPUT = env_float("POWERON_PRICE_INPUT", None)
+POWERON_PRICE_CACHED_INPUT = env_float("POWERON_PRICE_CACHED_INPUT", None)
+POWERON_PRICE_OUTPUT = env_float("POWERON_PRICE_OUTPUT", None)
+POWERON_PRICE_CURRENCY = os.environ.get("POWERON_PRICE_CURRENCY", "").strip().upper() or "USD"
+POWERON_DAILY_COST_BUDGET = env_float("POWERON_DAILY_COST_BUDGET", 0)
 # Where runs execute: "inline" in the web process that received the message, or "worker"
 # in `manage.py run_workers` processes (needs REDIS_URL, so the processes share a layer).
 POWERON_RUNNER = os.environ.get("POWERON_RUNNER", "inline").strip().lower()

@@ -136,7 +136,7 @@ def test_a_steps_cached_tokens_are_shown_beside_its_tokens():
         durationMs=840, tokens=3100, cachedTokens=2048,
     )  # fmt: skip
     html = render_event(envelope(step))
-    assert "success · 840 ms · 3100 tok (2048 cached)</span>" in html
+    assert "success · 840 ms · 3100 tok (2048 cached) · " in html
     assert "3100 tokens, 2048 of them cached" in html  # the chart's bar says it too
     plain = render_event(envelope(step.model_copy(update={"cachedTokens": 0})))
-    assert "3100 tok</span>" in plain and "cached" not in plain
+    assert "3100 tok · " in plain and "cached" not in plain

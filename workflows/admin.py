@@ -18,9 +18,17 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from . import selectors
+from . import pricing, selectors
+from .engine.demo import DEMO_LABEL
 from .execution import durable
-from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
+from .models import (
+    ChatDocument,
+    ChatMessage,
+    ChatWorkflow,
+    Connection,
+    StepRecord,
+    WorkflowEvent,
+)
 
 
 def reaches_secret(model, lookup: str) -> bool:
@@ -116,9 +124,40 @@ def event_tokens(event: WorkflowEvent) -> str:
     return ""
 
 
+def event_cost(event: WorkflowEvent) -> str:
+    """What a model call, a step, a thought or a round cost, with the cached input apart
+    ("demo" for the demo model; "" for events that spend nothing)."""
+    payload = event.payload or {}
+    if event.type not in ("usage", "step", "thought", "round"):
+        return ""
+    if payload.get("model") == DEMO_LABEL:
+        return "demo"
+    if event.type != "usage" and not payload.get("tokens"):
+        return ""
+    return pricing.cost_parts(pricing.cost_from(payload.get("cost")))
+
+
+def event_duration(event: WorkflowEvent) -> str:
+    """How long a step, a thought or a round took, or a model call waited ("" for others)."""
+    payload = event.payload or {}
+    ms = payload.get("latency_ms" if event.type == "usage" else "durationMs")
+    return f"{ms:,} ms" if ms else ""
+
+
 class WorkflowEventInline(ReadOnlyInline):
     model = WorkflowEvent
-    fields = ("seq", "type", "round", "task", "action", "tokens", "payload_brief", "created")
+    fields = (
+        "seq",
+        "type",
+        "round",
+        "task",
+        "action",
+        "tokens",
+        "cost",
+        "duration",
+        "payload_brief",
+        "created",
+    )
     readonly_fields = fields
     ordering = ("seq",)
     show_change_link = False
@@ -127,6 +166,14 @@ class WorkflowEventInline(ReadOnlyInline):
     @admin.display(description="Tokens")
     def tokens(self, event: WorkflowEvent) -> str:
         return event_tokens(event)
+
+    @admin.display(description="Cost")
+    def cost(self, event: WorkflowEvent) -> str:
+        return event_cost(event)
+
+    @admin.display(description="Duration")
+    def duration(self, event: WorkflowEvent) -> str:
+        return event_duration(event)
 
     @admin.display(description="Payload")
     def payload_brief(self, event: WorkflowEvent) -> str:
@@ -154,7 +201,7 @@ class QuietRunFilter(admin.SimpleListFilter):
 
 @admin.register(ChatWorkflow)
 class ChatWorkflowAdmin(SecretSafeAdmin):
-    list_display = ("__str__", "owner", "mode", "status", "steps", "tokens", "created")
+    list_display = ("__str__", "owner", "mode", "status", "steps", "tokens", "spent", "created")
     list_filter = ("status", QuietRunFilter, "mode", "created")
     search_fields = ("title", "owner__username", "messages__content")
     list_select_related = ("owner",)
@@ -171,6 +218,7 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
         "prompt_tokens",
         "completion_tokens",
         "cached_share",
+        "cost_summary",
         "created",
         "updated",
     )
@@ -193,6 +241,7 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
                 "fields": (
                     ("prompt_tokens", "completion_tokens"),
                     "cached_share",
+                    "cost_summary",
                     ("created", "updated"),
                 )
             },
@@ -224,6 +273,25 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
     @admin.display(description="Tokens")
     def tokens(self, workflow: ChatWorkflow) -> str:
         return f"{workflow.prompt_tokens:,} in / {workflow.completion_tokens:,} out"
+
+    @admin.display(description="Cost", ordering="cost")
+    def spent(self, workflow: ChatWorkflow) -> str:
+        if workflow.cost_currency:
+            return pricing.money(float(workflow.cost), workflow.cost_currency)
+        return "price unknown" if workflow.total_tokens else "—"
+
+    @admin.display(description="Cost by kind of token")
+    def cost_summary(self, workflow: ChatWorkflow) -> str:
+        """The sum of the model calls' known costs, with the cached input apart."""
+        calls = workflow.events.filter(type="usage").values_list("payload", flat=True)
+        if not calls:
+            return "—"
+        if all(call.get("model") == DEMO_LABEL for call in calls):
+            return "demo"
+        costs = [pricing.cost_from(call.get("cost")) for call in calls]
+        unknown = sum(1 for cost in costs if cost is None)
+        text = pricing.cost_parts(pricing.cost_sum(costs))
+        return f"{text}; {unknown} of {len(costs)} calls of unknown price" if unknown else text
 
     @admin.display(description="Cached prompt tokens")
     def cached_share(self, workflow: ChatWorkflow) -> str:
@@ -283,7 +351,18 @@ class ChatDocumentAdmin(SecretSafeAdmin):
 
 @admin.register(WorkflowEvent)
 class WorkflowEventAdmin(SecretSafeAdmin):
-    list_display = ("workflow", "seq", "type", "round", "task", "action", "tokens", "created")
+    list_display = (
+        "workflow",
+        "seq",
+        "type",
+        "round",
+        "task",
+        "action",
+        "tokens",
+        "cost",
+        "duration",
+        "created",
+    )
     list_filter = ("type",)
     search_fields = ("workflow__title",)
     list_select_related = ("workflow",)
@@ -293,6 +372,82 @@ class WorkflowEventAdmin(SecretSafeAdmin):
     @admin.display(description="Tokens")
     def tokens(self, event: WorkflowEvent) -> str:
         return event_tokens(event)
+
+    @admin.display(description="Cost")
+    def cost(self, event: WorkflowEvent) -> str:
+        return event_cost(event)
+
+    @admin.display(description="Duration")
+    def duration(self, event: WorkflowEvent) -> str:
+        return event_duration(event)
+
+
+@admin.register(StepRecord)
+class StepRecordAdmin(SecretSafeAdmin):
+    """Every finished step, its telemetry in columns: what it spent and how long it took."""
+
+    list_display = (
+        "workflow",
+        "round",
+        "task",
+        "step",
+        "method",
+        "status",
+        "tokens",
+        "cached",
+        "cost",
+        "duration",
+        "created",
+    )
+    search_fields = ("workflow__title",)
+    list_select_related = ("workflow",)
+    ordering = ("-workflow", "seq")
+
+    def get_queryset(self, request):
+        steps = super().get_queryset(request).filter(type="step")
+        return steps.exclude(payload__status="started")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Step")
+    def step(self, event: StepRecord) -> int:
+        return event.payload.get("step", 0)
+
+    @admin.display(description="Action")
+    def method(self, event: StepRecord) -> str:
+        return event.payload.get("method", "")
+
+    @admin.display(description="Status")
+    def status(self, event: StepRecord) -> str:
+        return event.payload.get("status", "")
+
+    @admin.display(description="Tokens")
+    def tokens(self, event: StepRecord) -> str:
+        if event.payload.get("model") == DEMO_LABEL:
+            return "demo"
+        return f"{event.payload.get('tokens', 0):,}"
+
+    @admin.display(description="Cached tokens")
+    def cached(self, event: StepRecord) -> str:
+        if event.payload.get("model") == DEMO_LABEL:
+            return "demo"
+        return f"{event.payload.get('cachedTokens', 0):,}"
+
+    @admin.display(description="Cost")
+    def cost(self, event: StepRecord) -> str:
+        payload = event.payload
+        if payload.get("model") == DEMO_LABEL:
+            return "demo"
+        cost = pricing.cost_from(payload.get("cost"))
+        return "—" if cost is None and not payload.get("tokens") else pricing.cost_parts(cost)
+
+    @admin.display(description="Duration")
+    def duration(self, event: StepRecord) -> str:
+        return event_duration(event) or "0 ms"
 
 
 class ConnectionForm(forms.ModelForm):

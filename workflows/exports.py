@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from . import pricing
 from .contract import Envelope
+from .engine.demo import DEMO_LABEL
+from .engine.money import Cost
 from .models import ChatWorkflow
 
 
@@ -18,6 +22,7 @@ def workflow_as_json(workflow: ChatWorkflow) -> dict[str, Any]:
         "statusReason": workflow.status_reason,
         "maxSteps": workflow.max_steps,
         "tokens": {"prompt": workflow.prompt_tokens, "completion": workflow.completion_tokens},
+        **spend_as_json(Spend.of(workflow)),
         "created": workflow.created.isoformat(),
         "messages": [
             {
@@ -57,12 +62,15 @@ def workflow_as_json(workflow: ChatWorkflow) -> dict[str, Any]:
 
 
 def workflow_as_markdown(workflow: ChatWorkflow) -> str:
-    """A readable transcript: each round's messages, action summaries and documents."""
+    """A readable transcript: each round's messages, action summaries and documents, with
+    what each round and step spent."""
+    spend = Spend.of(workflow)
     lines = [
         f"# {workflow}",
         "",
         f"Mode: {workflow.get_mode_display()} · Status: {workflow.get_status_display()} · "
-        f"Tokens: {workflow.prompt_tokens} prompt, {workflow.completion_tokens} completion",
+        f"Tokens: {workflow.prompt_tokens} prompt, {workflow.completion_tokens} completion · "
+        f"Cost: {spend.workflow_text()}",
         "",
     ]
     current_round = None
@@ -70,12 +78,16 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
         if message.round != current_round:
             current_round = message.round
             lines += [f"## Round {message.round}", ""]
+            if found := spend.rounds.get(message.round):
+                lines += [f"_{telemetry(found)}_", ""]
         if message.role == message.Role.ACTION:
             outcome = {True: "✓", False: "✗"}.get(message.success, "·")
             lines.append(
                 f"### {outcome} Task {message.task}, action {message.action}: "
                 f"`{message.action_full_name}`"
             )
+            if found := spend.steps.get((message.round, message.task, message.action)):
+                lines.append(f"_{telemetry(found)}_")
             if message.summary:
                 lines.append(f"_{message.summary}_")
         else:
@@ -89,3 +101,69 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
             lines += ["", f"> Feedback {rating}{comment}"]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+@dataclass
+class Spend:
+    """What a workflow's model calls spent, per call, per step and per round, as stored."""
+
+    calls: list[dict[str, Any]]
+    steps: dict[tuple[int, int, int], dict[str, Any]]
+    """Closed steps' payloads by (round, task, action)."""
+    rounds: dict[int, dict[str, Any]]
+    """Ended rounds' payloads by round."""
+
+    @classmethod
+    def of(cls, workflow: ChatWorkflow) -> Spend:
+        events = workflow.events.filter(type__in=("usage", "step", "round")).order_by("seq")
+        spend = cls(calls=[], steps={}, rounds={})
+        for event in events.values_list("type", "round", "task", "action", "payload"):
+            kind, round, task, action, payload = event
+            if kind == "usage":
+                spend.calls.append(payload)
+            elif kind == "step" and payload.get("status") != "started":
+                spend.steps[(round, task, action)] = payload
+            elif kind == "round" and payload.get("status") != "started":
+                spend.rounds[round] = payload
+        return spend
+
+    def total(self) -> Cost | None:
+        """The workflow's cost: the sum of its calls' known costs."""
+        return pricing.cost_sum(pricing.cost_from(call.get("cost")) for call in self.calls)
+
+    def demo(self) -> bool:
+        """Whether only the demo model answered (no real tokens or cost)."""
+        return bool(self.calls) and all(call.get("model") == DEMO_LABEL for call in self.calls)
+
+    def workflow_text(self) -> str:
+        if self.demo():
+            return "demo"
+        return pricing.cost_parts(self.total())
+
+
+def telemetry(payload: dict[str, Any]) -> str:
+    """A step's or a round's duration, tokens and cost, for people."""
+    seconds = f"{payload.get('durationMs', 0) / 1000:.1f} s"
+    if payload.get("model") == DEMO_LABEL:
+        return f"{seconds} · demo"
+    tokens = f"{payload.get('tokens', 0):,} tokens ({payload.get('cachedTokens', 0):,} cached)"
+    return f"{seconds} · {tokens} · {pricing.cost_parts(pricing.cost_from(payload.get('cost')))}"
+
+
+def spend_as_json(spend: Spend) -> dict[str, Any]:
+    """The workflow's cost, and each round's and step's tokens, cost and duration."""
+
+    def figures(payload: dict[str, Any]) -> dict[str, Any]:
+        keys = ("status", "tokens", "cachedTokens", "cost", "durationMs")
+        return {key: payload.get(key) for key in keys}
+
+    total = spend.total()
+    return {
+        "cost": total.model_dump() if total else None,
+        "costBasis": "demo" if spend.demo() else ("priced" if total else "unknown"),
+        "rounds": [{"round": r, **figures(p)} for r, p in sorted(spend.rounds.items())],
+        "steps": [
+            {"round": r, "task": t, "action": a, "method": p.get("method", ""), **figures(p)}
+            for (r, t, a), p in sorted(spend.steps.items())
+        ],
+    }

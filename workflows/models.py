@@ -46,6 +46,15 @@ class ChatWorkflow(models.Model):
     current_action = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
+    cost = models.DecimalField(
+        max_digits=20,
+        decimal_places=9,
+        default=0,
+        help_text="What the workflow's model calls of known price cost, in cost_currency.",
+    )
+    cost_currency = models.CharField(
+        max_length=8, blank=True, help_text="Empty until a model call of known price is stored."
+    )
     last_seq = models.PositiveBigIntegerField(
         default=0, help_text="The seq of the newest stored event."
     )
@@ -219,6 +228,15 @@ class WorkflowEvent(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.type}"
+
+
+class StepRecord(WorkflowEvent):
+    """A step's closing event, for admins: the step's telemetry in columns of its own."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "step"
+        verbose_name_plural = "steps"
 
 
 class Connection(models.Model):

@@ -30,6 +30,7 @@ from .events import (
     UsageEvent,
 )
 from .guards import Budget
+from .money import Cost
 from .prompts import correction
 from .schemas import ActionSelection, Observation, TaskItem
 from .state import HistoryEntry, RoundState
@@ -151,6 +152,7 @@ class Step:
     started: float
     tokens_before: int
     cached_before: int = 0
+    cost_before: Cost | None = None
     waited_before: float = 0.0
     """The round's waiting time (for the user's answers) when the step began."""
     status: str = "started"
@@ -182,6 +184,8 @@ class RoundContext:
         self.controls = controls
         self.clock = clock
         self.budget = Budget(state.budgets, clock)
+        if state.prices is not None:
+            self.budget.cost = Cost.zero(state.prices.currency)
         self.learnings: list[str] = []
         self.entries: list[HistoryEntry] = []
         """Messages this round added, oldest first."""
@@ -231,7 +235,7 @@ class RoundContext:
         action is already known, as in Actionplan)."""
         action = task.next_action()
         step = Step(self.round, task, action, number, self.clock(), self.budget.tokens)
-        step.cached_before = self.cached_tokens
+        step.cached_before, step.cost_before = self.cached_tokens, self.budget.cost
         step.method, step.waited_before = method, self.waited
         return step, StepEvent(**step.position(), status="started", step=number, method=method)
 
@@ -246,7 +250,14 @@ class RoundContext:
             durationMs=int((self.clock() - step.started - self.waited + step.waited_before) * 1000),
             tokens=self.budget.tokens - step.tokens_before,
             cachedTokens=self.cached_tokens - step.cached_before,
+            cost=self.spent_since(step.cost_before),
+            model=self.llm.label,
         )
+
+    def spent_since(self, before: Cost | None) -> Cost | None:
+        """What the round's model calls cost since `before` (None: the price is unknown)."""
+        now = self.budget.cost
+        return None if now is None or before is None else now - before
 
     async def wait_for_user(self, answer: Awaitable[R]) -> R:
         """Await the user's answer, counting the wait against the budget but in no step."""
@@ -261,8 +272,16 @@ class RoundContext:
         return StatusEvent(round=self.round, task=task, action=action, code=code, reason=reason)  # type: ignore[arg-type]
 
     def usage(self, usage: Usage, *, task: int = 0, action: int = 0) -> UsageEvent:
-        """Count a call's tokens against the budget and describe it as an event."""
-        self.budget.spend(usage.prompt_tokens + usage.completion_tokens)
+        """Count a call's tokens and cost against the budget and describe it as an event."""
+        prices = self.state.prices
+        cost = None
+        if prices is not None:
+            cost = prices.cost(
+                prompt_tokens=usage.prompt_tokens,
+                cached_tokens=usage.cached_tokens,
+                completion_tokens=usage.completion_tokens,
+            )
+        self.budget.spend(usage.prompt_tokens + usage.completion_tokens, cost)
         self.cached_tokens += usage.cached_tokens
         return UsageEvent(
             round=self.round,
@@ -274,6 +293,7 @@ class RoundContext:
             cached_tokens=usage.cached_tokens,
             latency_ms=usage.latency_ms,
             model=self.llm.label,
+            cost=cost,
         )
 
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, TypedDict, get_args
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from .contracts import DocumentRef
+from .money import Cost
 from .schemas import ActionSelection, Observation, PlanStep, TaskItem
 
 StopCode = Literal[
@@ -18,6 +19,7 @@ StopCode = Literal[
     "no_improvement",
     "max_steps",
     "token_budget",
+    "cost_budget",
     "time_budget",
     "step_failed",
     "plan_complete",
@@ -63,6 +65,9 @@ class RoundEvent(BaseEvent):
     """Tokens spent by the round so far."""
     cachedTokens: int = 0
     """Of those, prompt tokens the provider read from its prompt cache."""
+    cost: Cost | None = None
+    """What the round's model calls cost so far; None when the model's price is unknown or
+    the demo model answered."""
     durationMs: int = 0
 
 
@@ -118,6 +123,10 @@ class StepEvent(BaseEvent):
     """Tokens the step spent."""
     cachedTokens: int = 0
     """Of those, prompt tokens the provider read from its prompt cache (cheaper)."""
+    cost: Cost | None = None
+    """What the step's model calls cost; None when the model's price is unknown."""
+    model: str = ""
+    """The model's label, as on the round ("demo model" for the offline demo)."""
 
 
 class PlanEvent(BaseEvent):
@@ -187,6 +196,10 @@ class ThoughtEvent(BaseEvent):
     nextThoughtNeeded: bool
     durationMs: int = 0
     tokens: int = 0
+    cost: Cost | None = None
+    """What the thought's model call cost; None when the model's price is unknown."""
+    model: str = ""
+    """The model's label, as on the round ("demo model" for the offline demo)."""
 
 
 class DeltaEvent(BaseEvent):
@@ -252,8 +265,13 @@ class UsageEvent(BaseEvent):
     cached_tokens: int = 0
     latency_ms: int = 0
     model: str = ""
+    cost: Cost | None = None
+    """What the call cost; None when the model's price is unknown or the demo model answered."""
     workflowTokens: int | None = None
     """The workflow's tokens after this call (set by the host when it stores the event)."""
+    workflowCost: float | None = None
+    """The workflow's total cost after this call, in the call's currency, when the call's
+    cost is known (set by the host when it stores the event)."""
 
 
 class StatusEvent(BaseEvent):

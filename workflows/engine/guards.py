@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .contracts import Tool
+from .money import Cost
 from .state import Budgets, Policy
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -80,20 +81,24 @@ def _check_url(key: str, text: str) -> None:
 
 @dataclass
 class Budget:
-    """Tokens and time spent by a round, against the workflow's budgets."""
+    """Tokens, money and time spent by a round, against the workflow's budgets."""
 
     limits: Budgets
     clock: Callable[[], float] = time.monotonic
     tokens: int = 0
     """Tokens spent by this round."""
+    cost: Cost | None = None
+    """Money spent by this round (None: the model's price is unknown)."""
     started: float = field(default=0.0)
 
     def __post_init__(self) -> None:
         self.started = self.clock()
 
-    def spend(self, tokens: int) -> None:
-        """Count a model call's tokens."""
+    def spend(self, tokens: int, cost: Cost | None = None) -> None:
+        """Count a model call's tokens, and its cost when it is known."""
         self.tokens += tokens
+        if cost is not None:
+            self.cost = cost if self.cost is None else self.cost + cost
 
     def elapsed_ms(self) -> int:
         """Milliseconds since the round started."""
@@ -120,7 +125,25 @@ class Budget:
                 f"This workflow's daily token budget is spent ({used} of {day} tokens in "
                 "24 hours); it frees up as the day's earlier rounds age past 24 hours."
             )
+        if spent := self.day_cost_spent():
+            return "cost_budget", spent
         seconds = self.limits.seconds
         if seconds is not None and self.clock() - self.started >= seconds:
             return "time_budget", f"The time budget is spent ({seconds:g} s)."
         return None
+
+    def day_cost_spent(self) -> str | None:
+        """The reason the workflow's daily budget in money is spent, else None (also when
+        there is no such budget, or no price to count with)."""
+        limit = self.limits.day_cost
+        if limit is None or self.cost is None:
+            return None
+        used = self.limits.day_cost_used + self.cost.total
+        if used < limit:
+            return None
+        currency = self.cost.currency
+        return (
+            f"This workflow's daily cost budget is spent ({used:.4f} of {limit:g} {currency} "
+            "in 24 hours). It frees up as the day's earlier rounds age past 24 hours; to go on "
+            "now, an administrator can raise the daily cost budget."
+        )

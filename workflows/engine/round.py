@@ -29,7 +29,7 @@ from .selection import selection_check
 from .state import RoundState
 
 MAX_TASKS = 5
-BUDGET_CODES = {"token_budget", "time_budget"}
+BUDGET_CODES = {"token_budget", "cost_budget", "time_budget"}
 
 
 async def run_round(
@@ -69,6 +69,7 @@ async def run_round(
         reason=reason,
         tokens=ctx.budget.tokens,
         cachedTokens=ctx.cached_tokens,
+        cost=ctx.budget.cost,
         durationMs=ctx.budget.elapsed_ms(),
     )
 

@@ -6,6 +6,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .money import Prices
+
 Mode = Literal["react", "actionplan", "reasoning"]
 MODES: tuple[str, ...] = get_args(Mode)
 """Every mode, in the order people are offered them."""
@@ -50,6 +52,10 @@ class Budgets(BaseModel):
     """Token budget of the workflow over 24 hours."""
     day_tokens_used: int = 0
     """Tokens the workflow spent in the 24 hours before this round."""
+    day_cost: float | None = None
+    """Money the workflow may spend over 24 hours, in the prices' currency (needs prices)."""
+    day_cost_used: float = 0.0
+    """Money the workflow spent in the 24 hours before this round."""
     seconds: float | None = 600.0
     """Time budget for this round."""
 
@@ -95,5 +101,7 @@ class RoundState(BaseModel):
     """Earlier messages, oldest first (earlier rounds and earlier messages of this round)."""
     connections: list[ConnectionInfo] = Field(default_factory=list)
     budgets: Budgets = Field(default_factory=Budgets)
+    prices: Prices | None = None
+    """What the model's tokens cost; None when its price is unknown (or no model costs)."""
     policy: Policy = Field(default_factory=Policy)
     caps: Caps = Field(default_factory=Caps)

@@ -65,7 +65,7 @@ async def run_reasoning(ctx: RoundContext) -> AsyncIterator[Event]:
             if not more.value:
                 break
             limit += more.value * THOUGHTS_PER_STEP
-        started, tokens = ctx.clock(), ctx.budget.tokens
+        started, tokens, cost = ctx.clock(), ctx.budget.tokens, ctx.budget.cost
         messages = build(
             "thought",
             prompt=ctx.state.prompt,
@@ -99,6 +99,8 @@ async def run_reasoning(ctx: RoundContext) -> AsyncIterator[Event]:
             nextThoughtNeeded=thought.next_thought_needed,
             durationMs=int((ctx.clock() - started) * 1000),
             tokens=ctx.budget.tokens - tokens,
+            cost=ctx.spent_since(cost),
+            model=ctx.llm.label,
         )
         if not thought.next_thought_needed:
             task.stop_code, task.stop_reason = "criteria_met", "The plan is complete."

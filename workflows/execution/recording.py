@@ -9,13 +9,16 @@ transaction, so an event that does not fit the contract is never committed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 
 from workflows import services
 from workflows.contract import Envelope, NoticeEvent, payload_of
 from workflows.engine.events import BaseEvent, MessageEvent, UsageEvent
-from workflows.models import ChatDocument, ChatMessage, WorkflowEvent
+from workflows.engine.money import Cost
+from workflows.models import ChatDocument, ChatMessage, ChatWorkflow, WorkflowEvent
 
 Pending = tuple[BaseEvent, int | None]
 """An event to store, with its ordinal (its place in its round) or None."""
@@ -52,6 +55,9 @@ def _record(
     workflow_id: int, events: Sequence[Pending], *, skip: set[tuple[int, int]]
 ) -> list[Envelope]:
     with transaction.atomic():
+        fresh = [e for e, o in events if o is None or (e.round, o) not in skip]
+        costs = [e.cost for e in fresh if isinstance(e, UsageEvent) and e.cost is not None]
+        spent = workflow_cost_add(workflow_id, costs) if costs else 0.0
         new = []
         for event, ordinal in events:
             if ordinal is not None and (event.round, ordinal) in skip:
@@ -60,6 +66,9 @@ def _record(
             match event:
                 case UsageEvent():
                     tokens = (event.prompt_tokens, event.completion_tokens)
+                    if event.cost is not None:
+                        spent = round(spent + event.cost.total, 9)
+                        event = event.model_copy(update={"workflowCost": spent})
                 case MessageEvent(messageId=None):
                     message = message_store(workflow_id, event)
                     event = event.model_copy(update={"messageId": message.pk})
@@ -78,6 +87,27 @@ def _record(
             return []
         rows = services.events_append(workflow_id=workflow_id, events=new)
         return [Envelope.from_row(row) for row in rows]
+
+
+def workflow_cost_add(workflow_id: int, costs: Sequence[Cost]) -> float:
+    """Add model calls' costs to the workflow's; its cost before them. One statement where
+    the database has UPDATE … RETURNING (an event batch holds a model call at most times)."""
+    added = Decimal(str(round(sum(cost.total for cost in costs), 9)))
+    currency = costs[-1].currency
+    if not connection.features.can_return_columns_from_insert:  # and so from an update
+        workflow = ChatWorkflow.objects.filter(pk=workflow_id)
+        workflow.update(cost=F("cost") + added, cost_currency=currency)
+        after = workflow.values_list("cost", flat=True).get()
+    else:
+        q = connection.ops.quote_name
+        sql = (
+            f"UPDATE {q(ChatWorkflow._meta.db_table)} SET {q('cost')} = {q('cost')} + %s, "
+            f"{q('cost_currency')} = %s WHERE {q('id')} = %s RETURNING {q('cost')}"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [added, currency, workflow_id])
+            (after,) = cursor.fetchone()
+    return round(float(after) - float(added), 9)
 
 
 def already_stored(workflow_id: int, events: Sequence[Pending]) -> set[tuple[int, int]]:

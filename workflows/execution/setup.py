@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -10,11 +11,14 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
-from workflows import selectors
+from workflows import pricing, selectors
 from workflows.engine.contracts import LLM, ToolExecutor
+from workflows.engine.money import Prices
 from workflows.engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
 from workflows.models import ChatMessage, ChatWorkflow
 from workflows.tools import isolation
+
+logger = logging.getLogger(__name__)
 
 HISTORY_SNIPPET_CHARS = 600
 ANSWER_TIMEOUT_SECONDS = 15 * 60
@@ -175,6 +179,7 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
     hidden = selectors.rounds_hidden(message=message)
     earlier = workflow.messages.filter(round__lt=hidden.start).prefetch_related("documents")
     connections = list(workflow.owner.connections.all())
+    prices = model_prices()
     state = RoundState(
         mode=workflow.mode,  # type: ignore[arg-type]
         round=message.round,
@@ -188,10 +193,50 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
             day_tokens=settings.POWERON_DAILY_TOKEN_BUDGET or None,
             day_tokens_used=tokens_in_the_last_day(workflow),
             seconds=float(settings.POWERON_TIME_BUDGET) or None,
+            **cost_budget(workflow, prices),
         ),
+        prices=prices,
         policy=Policy(approval=list(settings.POWERON_APPROVAL_METHODS)),
     )
     return state.model_dump(mode="json")
+
+
+def model_prices() -> Prices | None:
+    """What the configured model's tokens cost: the deployment's POWERON_PRICE_* when set,
+    else genai-prices' table; None for the demo model or a model of unknown price."""
+    if not model_configured():
+        return None
+    own = pricing.deployment_prices(
+        input=settings.POWERON_PRICE_INPUT,
+        cached_input=settings.POWERON_PRICE_CACHED_INPUT,
+        output=settings.POWERON_PRICE_OUTPUT,
+        currency=settings.POWERON_PRICE_CURRENCY,
+    )
+    return own or pricing.table_prices(
+        settings.POWERON_LLM_MODEL, base_url=settings.POWERON_LLM_BASE_URL
+    )
+
+
+def cost_budget(workflow: ChatWorkflow, prices: Prices | None) -> dict[str, float]:
+    """The daily budget in money and what the workflow spent of it in the last 24 hours
+    (nothing when there is no budget, or no price to count with)."""
+    limit = float(settings.POWERON_DAILY_COST_BUDGET)
+    if not limit:
+        return {}
+    if prices is None:
+        logger.warning(
+            "POWERON_DAILY_COST_BUDGET is set but the price of %r is unknown: set "
+            "POWERON_PRICE_INPUT and POWERON_PRICE_OUTPUT for the budget to apply",
+            settings.POWERON_LLM_MODEL,
+        )
+        return {}
+    since = timezone.now() - timedelta(days=1)
+    usages = workflow.events.filter(type="usage", created__gte=since).values_list(
+        "payload", flat=True
+    )
+    spent = [pricing.cost_from(usage.get("cost")) for usage in usages]
+    used = pricing.cost_sum(c for c in spent if c is None or c.currency == prices.currency)
+    return {"day_cost": limit, "day_cost_used": used.total if used else 0.0}
 
 
 def tokens_in_the_last_day(workflow: ChatWorkflow) -> int:
