@@ -170,6 +170,7 @@ async def test_the_demo_report_keeps_headings_and_lists() -> None:
     assert result.success
     files = {doc.mime: doc.data for doc in result.documents}
     markdown = files["text/markdown"].decode()
+    assert "_Compiled by the demo model, without a language model" in markdown
     assert (
         "## notes.md\n\n### Quarterly notes\n\n"
         "Revenue grew 12 percent in the third quarter. Costs fell by 3 percent.\n\n"

@@ -63,7 +63,10 @@ DEMO_NOTE = "demo model: no language model is configured, so the text was not re
 def extractive_digest(sources: Sequence[Source], *, chars_per_source: int = 2_000) -> str:
     """A deterministic Markdown digest: each document's opening under its name, as written
     (its headings one level below the name, its lists and paragraphs as they are)."""
-    blocks = ["_Compiled without a language model: the opening of each source, as written._"]
+    blocks = [
+        "_Compiled by the demo model, without a language model: the opening of each source, "
+        "as written._"
+    ]
     for source in sources:
         body = _opening(source, chars_per_source) or "_(no text)_"
         blocks.append(f"## {source.label}\n\n{body}")
