@@ -75,9 +75,10 @@
     if (meta.dataset.role === "user") sendConfirmed();
   });
 
-  // A finished step folds to its one-line summary (action, outcome, duration, tokens); a
-  // failed one stays open with its errors. One the reader opened or closed stays as they left it.
-  const FOLDED = new Set(["success", "stopped"]);
+  // A step that succeeded folds to its one-line summary (action, outcome, duration, tokens);
+  // a failed, rejected or stopped one stays open with its reason. One the reader opened or
+  // closed stays as they left it.
+  const FOLDED = new Set(["success"]);
   function foldFinishedSteps() {
     document.querySelectorAll("details.step[open]:not([data-pinned])").forEach(function (step) {
       const badge = step.querySelector(":scope > summary .badge[data-state]");

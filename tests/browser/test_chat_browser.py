@@ -68,7 +68,7 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     page.set_input_files("#file-picker", str(notes))
     page.wait_for_selector(".upload-chip")
     model.add(*first_round_script())
-    page.fill("textarea[name=text]", "Summarise my notes in a report")
+    page.fill("#composer textarea", "Summarise my notes in a report")
     page.click("#send-button")
 
     # Steps appear one at a time while the answer is still to come; a line says what the
@@ -137,7 +137,7 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     assert scrollable > 300, "the first round fills more than the pane"
     page.eval_on_selector("#timeline", "p => { p.scrollTop = 0; }")
     model.add(taskplan("Think long"), FakeReply(content=json.dumps(select()), delay=60))
-    page.fill("textarea[name=text]", "Now something slow")
+    page.fill("#composer textarea", "Now something slow")
     page.click("#send-button")
     page.wait_for_selector("#check-2-1", state="attached")
     page.wait_for_selector("#jump-latest:not([hidden])")
@@ -148,18 +148,18 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
         page.eval_on_selector("#timeline", "p => p.scrollHeight - p.scrollTop - p.clientHeight") < 5
     )
     page.wait_for_selector("#wf-status[data-status=running]")
-    assert page.input_value("textarea[name=text]") == ""  # cleared once the round opened
+    assert page.input_value("#composer textarea") == ""  # cleared once the round opened
 
     # Shift+Enter adds a line, Enter sends: a message sent while the run goes on is refused,
     # and the text is kept.
-    page.fill("textarea[name=text]", "One more")
-    page.press("textarea[name=text]", "Shift+Enter")
-    page.type("textarea[name=text]", "thing")
-    assert page.input_value("textarea[name=text]") == "One more\nthing"
-    page.press("textarea[name=text]", "Enter")
+    page.fill("#composer textarea", "One more")
+    page.press("#composer textarea", "Shift+Enter")
+    page.type("#composer textarea", "thing")
+    assert page.input_value("#composer textarea") == "One more\nthing"
+    page.press("#composer textarea", "Enter")
     page.wait_for_selector("#notices .toast.error")
     assert "already running" in page.inner_text("#notices")
-    assert page.input_value("textarea[name=text]") == "One more\nthing"
+    assert page.input_value("#composer textarea") == "One more\nthing"
 
     clicked = time.monotonic()
     page.click("#stop-button")
@@ -206,7 +206,7 @@ def test_at_max_steps_the_page_asks_and_continues(page, app_url, model, tmp_path
         stop(),
         ANSWER,
     )
-    page.fill("textarea[name=text]", "Summarise my notes")
+    page.fill("#composer textarea", "Summarise my notes")
     page.click("#send-button")
     page.wait_for_selector("form.ask")
     assert "reached 1 steps" in page.inner_text("form.ask")
@@ -325,3 +325,70 @@ def test_the_theme_follows_the_system_and_can_be_switched(page, app_url):
     assert brightness() < 200 and page.inner_text("#theme-toggle") == "Theme: dark"
     page.click("#theme-toggle")
     assert brightness() > 600 and page.inner_text("#theme-toggle") == "Theme: system"
+
+
+def rerun_script(upload: str, answer: str) -> list:
+    """A round on the copied upload: extract it, stop, answer (each call a little slow)."""
+    steps = [taskplan("Summarise"), *extract_step(f"docList:{upload}"), stop(True, "Done.")]
+    delayed = [FakeReply(content=json.dumps(s), delay=0.3) for s in steps]
+    return [*delayed, FakeReply(content=answer, chunk_delay=0.02)]
+
+
+def test_steps_fold_ratings_stay_and_a_message_can_be_regenerated_or_edited(
+    page, app_url, model, tmp_path
+):
+    """Finished steps fold to their summary line and open on a click; a rating is marked
+    again after a reload; Regenerate and Edit open new rounds, each marked as a rerun, with
+    the earlier rounds kept and only the latest answer offering Regenerate."""
+    sign_in_to_new_workflow(page, app_url)
+    notes = tmp_path / "notes.md"
+    notes.write_text(NOTES)
+    page.set_input_files("#file-picker", str(notes))
+    page.wait_for_selector(".upload-chip")
+    model.add(*first_round_script())
+    send(page, "Summarise my notes in a report")
+    page.wait_for_selector("#wf-status[data-status=completed]")
+
+    # Both steps succeeded: folded to their summary line, which still tells the outcome.
+    assert page.locator("details.step").count() == 2
+    assert page.locator("details.step[open]").count() == 0
+    assert "success" in page.inner_text("#step-1-1-1 > summary")
+    assert not page.is_visible("#step-1-1-1-observe")
+    page.click("#step-1-1-1 > summary")
+    page.wait_for_selector("#step-1-1-1-observe .badge-success")
+
+    # A rating comes back marked after a reload.
+    feedback = "#answer-round1_answer form.feedback"
+    page.fill(f"{feedback} input[name=comment]", "Clear")
+    page.click(f"{feedback} button[value='1']")
+    page.wait_for_selector("#notices .toast:has-text('feedback is saved')")
+    page.reload()
+    page.wait_for_selector(f"{feedback} button[value='1'][aria-pressed=true]")
+    assert page.get_attribute(f"{feedback} button[value='-1']", "aria-pressed") == "false"
+    assert page.input_value(f"{feedback} input[name=comment]") == "Clear"
+
+    # Regenerate: round 2 runs round 1's message again, on a copy of its upload.
+    model.add(*rerun_script("round2_upload", "A second answer, from round two."))
+    page.click("#answer-round1_answer .regenerate button")
+    page.wait_for_selector("#round-2 .message-user:has-text('round 1 again')")
+    page.wait_for_selector("#answer-round2_answer")
+    page.wait_for_selector("#wf-status[data-status=completed]")
+    assert "notes.md" in page.inner_text("#round-2 .message-user")
+    assert not page.is_visible("#answer-round1_answer .regenerate button")  # latest only
+    assert page.is_visible("#answer-round2_answer .regenerate button")
+
+    # Edit round 1's message: round 3 runs it with the new text; rounds 1 and 2 stay.
+    model.add(*rerun_script("round3_upload", "Only the costs: they fell 3 percent."))
+    page.click("#edit-1 summary")
+    page.fill("#edit-1 textarea", "Only the costs, please")
+    page.click("#edit-1 button[type=submit]")
+    page.wait_for_selector("#round-3 .message-user:has-text('edited from round 1')")
+    page.wait_for_selector("#answer-round3_answer")
+    page.wait_for_selector("#wf-status[data-status=completed]")
+    assert not page.locator("#edit-1").evaluate("panel => panel.open")  # closed once sent
+    assert "Only the costs, please" in page.inner_text("#round-3 .message-user")
+    assert page.locator("#timeline .message-user").count() == 3
+    assert "Summarise my notes" in page.inner_text("#round-1 .message-user")
+    settled_everywhere(page)
+    page.screenshot(path=ARTIFACTS / "09-edited-and-regenerated.png")
+    model.assert_complete()

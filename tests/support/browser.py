@@ -30,5 +30,5 @@ def sign_in_to_new_workflow(page, app_url) -> None:
 
 
 def send(page, text: str) -> None:
-    page.fill("textarea[name=text]", text)
+    page.fill("#composer textarea", text)
     page.click("#send-button")
