@@ -1,0 +1,129 @@
+"""Cost in money on the page: each step, the round and the workflow show what their model
+calls cost, and the figures are the stored usage times the configured prices."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.browser import ARTIFACTS, send, settled_everywhere, sign_in_to_new_workflow
+from tests.support.fake_openai import FakeReply
+from tests.support.replies import extract_step, params, review, stop, taskplan
+from workflows import pricing
+
+pytestmark = pytest.mark.browser
+
+PRICES = {"input": 2.0, "cached": 0.5, "output": 8.0}
+"""The deployment's prices of these tests, per million tokens, in EUR."""
+PRICED = {
+    "POWERON_PRICE_INPUT": "2",
+    "POWERON_PRICE_CACHED_INPUT": "0.5",
+    "POWERON_PRICE_OUTPUT": "8",
+    "POWERON_PRICE_CURRENCY": "EUR",
+}
+USAGE = {
+    "TaskPlan": (1200, 0, 90),
+    "ActionSelection": (2100, 1024, 140),
+    "ActionParameters": (600, 0, 40),
+    "RefinementDecision": (2600, 2048, 60),
+    "TaskReview": (1500, 1024, 50),
+}
+"""(prompt, cached, completion) tokens the fake server reports per kind of call."""
+ANSWER_USAGE = (3000, 2048, 210)
+
+
+def policy(body: dict) -> FakeReply:
+    """Extract the upload, stop, answer; every reply reports its usage."""
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+    replies = {
+        "TaskPlan": taskplan("Summarise the notes"),
+        "ActionSelection": extract_step("docList:round1_upload")[0],
+        "ActionParameters": params(),
+        "RefinementDecision": stop(True, "The notes are read."),
+        "TaskReview": review(),
+    }
+    prompt, cached, completion = USAGE.get(schema, ANSWER_USAGE)
+    usage = {"prompt_tokens": prompt, "cached_tokens": cached, "completion_tokens": completion}
+    content = replies.get(schema, "Revenue grew 12 percent.")
+    return FakeReply(content=content, usage=usage, delay=0.1)
+
+
+def priced(usage: dict) -> float:
+    """A call's cost from its stored usage and the configured prices, by hand."""
+    prompt, cached = usage["prompt_tokens"], usage["cached_tokens"]
+    return (
+        (prompt - cached) * PRICES["input"]
+        + cached * PRICES["cached"]
+        + usage["completion_tokens"] * PRICES["output"]
+    ) / 1e6
+
+
+def run_one_round(page, app_url, model, tmp_path) -> list[dict]:
+    """Sign in, upload notes, run a round to its end; the stored usage events (exported)."""
+    sign_in_to_new_workflow(page, app_url)
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nRevenue grew 12 percent in Q3.\n")
+    page.set_input_files("#file-picker", str(notes))
+    page.wait_for_selector(".upload-chip")
+    model.add(*[policy] * 20)
+    send(page, "Summarise my notes")
+    page.wait_for_selector("#wf-status[data-status=completed]")
+    exported = page.evaluate("url => fetch(url).then(r => r.json())", page.url + "export.json")
+    return [
+        {**e["payload"], "round": e["round"], "task": e["task"], "action": e["action"]}
+        for e in exported["events"]
+        if e["type"] == "usage"
+    ]
+
+
+def cost_of(page, selector: str) -> tuple[float, str, str]:
+    """An element's cost as data (amount, currency) and its text."""
+    element = page.wait_for_selector(f"{selector}[data-cost]")
+    return (
+        float(element.get_attribute("data-cost")),
+        element.get_attribute("data-currency"),
+        element.inner_text(),
+    )
+
+
+@pytest.mark.parametrize("app_url", [PRICED], indirect=True)
+def test_costs_on_the_page_are_the_stored_usage_times_the_prices(page, app_url, model, tmp_path):
+    """The step's badge, the round's line and the workflow's meter show the cost of their
+    model calls: the exported usage times POWERON_PRICE_*, cached input at its own price;
+    a reload shows the same."""
+    calls = run_one_round(page, app_url, model, tmp_path)
+    assert calls and any(call["cached_tokens"] for call in calls)
+    everything = sum(priced(call) for call in calls)
+    step_calls = [c for c in calls if (c["round"], c["task"], c["action"]) == (1, 1, 1)]
+    in_step = sum(priced(call) for call in step_calls)
+    assert step_calls and 0 < in_step < everything
+
+    amount, currency, text = cost_of(page, "#step-1-1-1-badge")
+    assert currency == "EUR" and amount == pytest.approx(in_step, abs=1e-9)
+    assert pricing.money(in_step, "EUR") in text
+    assert "cached input" in page.get_attribute("#step-1-1-1-badge", "title")
+    amount, currency, text = cost_of(page, "#round-1-meta .cost")
+    assert amount == pytest.approx(everything, abs=1e-9)
+    assert text == pricing.money(everything, "EUR")
+    amount, currency, text = cost_of(page, "#token-meter")
+    assert amount == pytest.approx(everything, abs=1e-9)
+    assert text.endswith(f" tokens · {pricing.money(everything, 'EUR')}")
+    settled_everywhere(page)
+    page.screenshot(path=ARTIFACTS / "cost-01-priced.png")
+
+    page.reload()
+    page.wait_for_selector("#connection[data-state=live]")
+    amount, _, text = cost_of(page, "#token-meter")
+    assert amount == pytest.approx(everything, abs=1e-9)
+    assert pricing.money(everything, "EUR") in text
+    _, _, text = cost_of(page, "#step-1-1-1-badge")
+    assert pricing.money(in_step, "EUR") in text
+
+
+def test_a_model_of_unknown_price_says_so(page, app_url, model, tmp_path):
+    """The fake model is in no price table and the deployment set no price: the page says
+    "price unknown" instead of a cost of zero."""
+    run_one_round(page, app_url, model, tmp_path)
+    assert "price unknown" in page.inner_text("#step-1-1-1-badge")
+    assert "price unknown" in page.inner_text("#round-1-meta")
+    assert "price unknown" in page.inner_text("#token-meter")
+    assert page.locator("[data-cost]").count() == 0
