@@ -90,10 +90,27 @@ def test_a_users_tavily_connection_makes_search_available(site):
 
 
 def test_invalid_settings_are_a_reason_not_a_crash():
-    """Settings the web tools reject leave them out, naming the bad keys."""
-    registry = ToolRegistry({**SEARXNG, "fetch_timeout": -1})
-    assert "settings are invalid (fetch_timeout)" in registry.unavailable()["web.search"]
+    """Settings the web tools reject leave them out, naming the environment variable to set
+    and what is wrong with it, never an internal key."""
+    registry = ToolRegistry({**SEARXNG, "fetch_timeout": -1, "search_provider": "bing"})
+    reason = registry.unavailable()["web.search"]
+    assert reason == (
+        "The web tool settings are invalid: POWERON_FETCH_TIMEOUT (input should be greater "
+        "than 0); POWERON_SEARCH_PROVIDER (input should be 'tavily' or 'searxng'). "
+        "Set a valid value and restart."
+    )
+    assert "fetch_timeout" not in reason and "search_provider" not in reason
     assert "ai.process" in names(registry)
+
+
+def test_every_tool_setting_is_named_by_a_real_environment_variable(settings):
+    """Each key the host passes to the tools has its POWERON_* variable, a Django setting of
+    the same name (so a message can say what to set)."""
+    from workflows.execution.setup import tool_settings
+    from workflows.tools.registry import SETTING_VARIABLES
+
+    assert set(SETTING_VARIABLES) == set(tool_settings())
+    assert all(hasattr(settings, name) for name in SETTING_VARIABLES.values())
 
 
 async def test_execute_runs_the_tool():

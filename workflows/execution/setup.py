@@ -65,14 +65,15 @@ def build_llm() -> LLM:
 
 
 def preload() -> None:
-    """Import what every round needs, the model client among it, and compile the templates
-    its events are rendered with, so the first round does not (the rare parsers of a few
-    tools stay imported where they are used)."""
+    """Import what every round needs, the model client among it, compile the templates
+    its events are rendered with, and read the model's price, so the first round does not
+    (the rare parsers of a few tools stay imported where they are used)."""
     from workflows.engine import llm, round  # noqa: F401
     from workflows.live import rendering
     from workflows.tools import registry  # noqa: F401
 
     rendering.preload()
+    model_prices()  # the price table takes a tenth of a second to load
 
 
 async def warm_up() -> None:
@@ -140,8 +141,9 @@ def build_tools(*, connection_kinds: set[str]) -> ToolExecutor:
 
 
 def tool_overview(*, connection_kinds: set[str] | frozenset[str] = frozenset()) -> list[dict]:
-    """Every tool of the catalog: whether it is usable here and, if not, why."""
-    from workflows.tools.registry import CATALOG, ToolRegistry
+    """Every tool of the catalog: whether it is usable here and, if not, why and which
+    environment variables to set."""
+    from workflows.tools.registry import CATALOG, ToolRegistry, variables_named
 
     registry = ToolRegistry(tool_settings(), connection_kinds=connection_kinds)
     unavailable = registry.unavailable()
@@ -151,6 +153,7 @@ def tool_overview(*, connection_kinds: set[str] | frozenset[str] = frozenset()) 
             "description": tool.description,
             "available": tool.name not in unavailable,
             "reason": unavailable.get(tool.name, ""),
+            "variables": variables_named(unavailable.get(tool.name, "")),
         }
         for tool in CATALOG
     ]

@@ -29,6 +29,24 @@ CATALOG: tuple[type, ...] = (
     DocumentGenerateReport,
 )
 SEARCH_TOOLS = frozenset({"web.search", "web.scrape"})
+SETTING_VARIABLES = {
+    "search_provider": "POWERON_SEARCH_PROVIDER",
+    "tavily_api_key": "POWERON_TAVILY_API_KEY",
+    "tavily_base_url": "POWERON_TAVILY_URL",
+    "searxng_url": "POWERON_SEARXNG_URL",
+    "allow_hosts": "POWERON_FETCH_ALLOW_HOSTS",
+    "fetch_max_bytes": "POWERON_FETCH_MAX_BYTES",
+    "fetch_timeout": "POWERON_FETCH_TIMEOUT",
+    "scrape_max_pages": "POWERON_SCRAPE_MAX_PAGES",
+    "crawl_max_pages": "POWERON_CRAWL_MAX_PAGES",
+    "crawl_max_depth": "POWERON_CRAWL_MAX_DEPTH",
+    "web_enrichment": "POWERON_WEB_ENRICHMENT",
+    "document_parse_timeout": "POWERON_DOCUMENT_PARSE_TIMEOUT",
+    "document_parse_memory_mb": "POWERON_DOCUMENT_PARSE_MEMORY_MB",
+    "document_max_xml_elements": "POWERON_DOCUMENT_MAX_XML_ELEMENTS",
+}
+"""The environment variable behind each key of the tools' settings (the host's
+`tool_settings()` reads them), so that people are told what to set, not an internal key."""
 _SECRET_KEY = re.compile(r"(key|secret|token|password)$", re.IGNORECASE)
 _MAX_ERROR_CHARS = 500
 
@@ -107,8 +125,8 @@ def search_unavailable(settings: Mapping[str, Any], connection_kinds: Iterable[s
     try:
         parsed = ToolSettings.load(settings)
     except ValidationError as error:
-        problems = ", ".join(str(part["loc"][0]) for part in error.errors() if part["loc"])
-        return f"The web tool settings are invalid ({problems or error.error_count()})."
+        problems = "; ".join(_setting_problem(part) for part in error.errors())
+        return f"The web tool settings are invalid: {problems}. Set a valid value and restart."
     if reason := parsed.provider_unavailable():
         return reason
     if parsed.search_provider == "tavily" and not _secret_value(parsed.tavily_api_key):
@@ -117,6 +135,19 @@ def search_unavailable(settings: Mapping[str, Any], connection_kinds: Iterable[s
             "has no Tavily connection."
         )
     return None
+
+
+def variables_named(reason: str) -> list[str]:
+    """The environment variables a reason names, in the order it names them."""
+    named = [name for name in SETTING_VARIABLES.values() if name in reason]
+    return sorted(named, key=reason.index)
+
+
+def _setting_problem(error: Any) -> str:
+    """One invalid setting, named by its environment variable, with what is wrong."""
+    key = str(error["loc"][0]) if error["loc"] else ""
+    name = SETTING_VARIABLES.get(key, key or "a setting")
+    return f"{name} ({error['msg'][:1].lower()}{error['msg'][1:]})"
 
 
 def _secret_value(value: Any) -> str:
