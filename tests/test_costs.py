@@ -206,3 +206,24 @@ def test_admin_says_price_unknown_and_demo(admin_client, alice):
     assert '<td class="field-cost">price unknown</td>' in page
     assert '<td class="field-cost">demo</td>' in page
     assert '<td class="field-tokens">demo</td>' in page
+
+
+def test_the_demo_model_shows_demo_instead_of_figures():
+    """A demo-model step, round and call show "demo" where tokens and cost would be; a real
+    model of unknown price shows its tokens and "price unknown"."""
+    from workflows.contract import Envelope
+    from workflows.engine.events import RoundEvent
+    from workflows.live.rendering import render_event
+
+    def html(event) -> str:
+        return render_event(Envelope(workflow=1, seq=3, event=event))
+
+    step = StepEvent(round=1, task=1, action=1, status="success", step=1, durationMs=420,
+                     model="demo model")  # fmt: skip
+    assert "success · 420 ms · demo</span>" in html(step)
+    ended = RoundEvent(round=1, status="completed", model="demo model", durationMs=900)
+    assert " · demo" in html(ended) and "tokens" not in html(ended)
+    call = UsageEvent(round=1, kind="select", model="demo model", workflowTokens=0)
+    assert ">demo</span>" in html(call)
+    real = step.model_copy(update={"model": "gpt-4o-mini", "tokens": 700})
+    assert '700 tok · <span class="cost">price unknown</span>' in html(real)
