@@ -189,3 +189,16 @@ def test_exports_keep_the_rating_with_its_comment(alice_client, alice):
     assert [(m["feedback"], m["feedbackComment"]) for m in rated] == [(-1, "Too short")]
     markdown = alice_client.get(reverse("workflows:export", args=[workflow.pk, "md"])).content
     assert "> Feedback −1 (not helpful): Too short" in markdown.decode()
+
+
+def test_the_tools_panel_names_the_environment_variables_to_set(alice_client, alice, settings):
+    """A tool left out by invalid settings is explained with the POWERON_* variable to set,
+    never with the settings' internal key."""
+    settings.POWERON_SEARCH_PROVIDER = "searxng"
+    settings.POWERON_SEARXNG_URL = "http://127.0.0.1:8888"
+    settings.POWERON_FETCH_TIMEOUT = 0
+    workflow = workflow_with_history(alice)
+    page = alice_client.get(reverse("workflows:detail", args=[workflow.pk])).content.decode()
+    assert "unavailable: The web tool settings are invalid: POWERON_FETCH_TIMEOUT" in page
+    assert "Environment: <code>POWERON_FETCH_TIMEOUT</code>" in page
+    assert "fetch_timeout" not in page

@@ -290,19 +290,7 @@
     });
   }
 
-  // The per-step bars arrive with their heights as data: the CSP allows no style
-  // attributes in HTML, but a script may set element.style.
-  const iterations = document.getElementById("iterations");
-  function sizeBars() {
-    iterations.querySelectorAll(".bar[data-height]:not([data-sized])").forEach((bar) => {
-      bar.style.height = parseInt(bar.dataset.height, 10) + "px";
-      bar.dataset.sized = "1";
-    });
-  }
-  if (iterations) {
-    new MutationObserver(sizeBars).observe(iterations, { childList: true, subtree: true });
-    sizeBars();
-  }
+  // The per-step chart is drawn by chart.js.
 
   const attach = document.getElementById("attach-button");
   if (attach) attach.addEventListener("click", () => document.getElementById("file-picker").click());

@@ -38,10 +38,6 @@ from workflows.engine.events import (
 )
 from workflows.markdown import render_markdown_for_page
 
-CHART_PX = 48
-CHART_FULL_MS = 20_000
-CHART_FULL_TOKENS = 8_000
-
 
 def template_for(event_type: str) -> str:
     """The fragment template of an event type."""
@@ -65,8 +61,6 @@ def render_event(envelope: Envelope) -> str:
         case MessageEvent():
             if event.role in ("assistant", "system"):
                 extra["html"] = mark_safe(render_markdown_for_page(event.content))  # noqa: S308
-        case StepEvent():
-            extra["bars"] = chart_bars(event.durationMs, event.tokens)
         case StatusEvent():
             extra["code"] = event.code.replace("_", " ")
         case (
@@ -79,6 +73,7 @@ def render_event(envelope: Envelope) -> str:
             | ObserveEvent()
             | RefineEvent()
             | ReviewEvent()
+            | StepEvent()
             | ThoughtEvent()
             | DeltaEvent()
             | DocumentEvent()
@@ -104,10 +99,3 @@ def render_event(envelope: Envelope) -> str:
         **extra,
     }
     return render_to_string(template_for(event.type), context)
-
-
-def chart_bars(duration_ms: int, tokens: int) -> tuple[int, int]:
-    """Bar heights in pixels for a step's duration and tokens (full bar: 20 s, 8,000)."""
-    duration = min(CHART_PX, round(duration_ms * CHART_PX / CHART_FULL_MS))
-    spent = min(CHART_PX, round(tokens * CHART_PX / CHART_FULL_TOKENS))
-    return max(2, duration), max(2, spent)

@@ -1,0 +1,203 @@
+"""Accessibility and layout in a real browser: axe-core (bundled by axe-playwright-python, no
+network) checks the login page, the home page and a finished workflow in the light and the
+dark theme; the narrow layout, the per-step chart and table, and the Tools panel are checked
+as a user would see them. Screenshots go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+
+from tests.support.apps import PASSWORD
+from tests.support.browser import ARTIFACTS, sign_in_to_new_workflow
+from tests.support.fake_openai import FakeReply
+from tests.support.replies import cont, extract_step, params, select, stop, taskplan
+
+pytestmark = pytest.mark.browser
+
+BLOCKING = {"serious", "critical"}
+NOTES = "# Notes\n\nRevenue grew 12 percent in Q3. Costs fell 3 percent.\n"
+ANSWER = "Revenue grew 12 percent while costs fell 3 percent."
+
+
+def report_script() -> list[FakeReply]:
+    """Extract the upload, write a report, stop, and answer with a code block."""
+    steps = [
+        taskplan("Summarise the notes in a report"),
+        *extract_step("docList:round1_upload"),
+        cont("The report is missing."),
+        select(
+            "document.generateReport",
+            requiredInputDocuments=["docList:round1_task1_action1_extracted"],
+            parametersSchema={"fields": [{"name": "title", "type": "string", "required": True}]},
+        ),
+        params(title="Notes report"),
+        "# Notes report\n\nRevenue grew 12 percent; costs fell 3 percent.\n",
+        stop(True, "The report is written."),
+        f"{ANSWER}\n\n```python\nrevenue = 1.12 * last_year\n```\n",
+    ]
+    return [FakeReply(content=s if isinstance(s, str) else json.dumps(s)) for s in steps]
+
+
+def blocking_violations(page, where: str) -> list[str]:
+    """axe's serious and critical findings on the page as it is now; the others are printed."""
+    results = Axe().run(page)
+    blocking = []
+    for violation in results.response["violations"]:
+        targets = [
+            f"{' '.join(node['target'])} ({node['failureSummary'].splitlines()[-1].strip()})"
+            for node in violation["nodes"]
+        ]
+        line = f"{where}: {violation['id']} ({violation['impact']}) {violation['help']}: {targets}"
+        if violation["impact"] in BLOCKING:
+            blocking.append(line)
+        else:
+            print(line)
+    return blocking
+
+
+def sign_in(page, app_url) -> None:
+    page.goto(app_url)
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_selector(".sidebar")
+
+
+def run_report(page, model, tmp_path) -> None:
+    """A finished round with two steps, a produced report and an answer with code."""
+    notes = tmp_path / "notes.md"
+    notes.write_text(NOTES)
+    page.set_input_files("#file-picker", str(notes))
+    page.wait_for_selector(".upload-chip")
+    model.add(*report_script())
+    page.fill("textarea[name=text]", "Summarise my notes in a report")
+    page.click("#send-button")
+    page.wait_for_selector("#wf-status[data-status=completed]")
+    page.wait_for_selector("#answer-round1_answer pre code")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_no_serious_accessibility_violations(page, app_url, model, tmp_path, scheme):
+    """Login, home and a finished workflow (steps, code, documents, the Tools panel open) have
+    no accessibility violation of serious or critical impact, contrast included."""
+    page.emulate_media(color_scheme=scheme)
+    found = []
+    page.goto(app_url + "/login/")
+    found += blocking_violations(page, "login")
+    sign_in(page, app_url)
+    found += blocking_violations(page, "home")
+    page.click("text=Create")
+    page.wait_for_selector("#connection[data-state=live]")
+    run_report(page, model, tmp_path)
+    page.eval_on_selector_all("details.step", "steps => steps.forEach((s) => { s.open = true; })")
+    page.click(".tool-overview summary")
+    page.wait_for_selector(".tool-overview[open] ul")
+    found += blocking_violations(page, "workflow")
+    page.click(".tool-overview summary")
+    page.locator("#timeline").evaluate("el => el.scrollTop = 0")
+    page.screenshot(path=ARTIFACTS / f"a11y-{scheme}.png")
+    assert found == [], "\n".join(found)
+
+
+def test_the_chart_and_its_table_show_every_step(page, app_url, model, tmp_path):
+    """Each finished step gets a bar pair scaled to the largest so far and a table row with
+    its action, status, duration and tokens, in the order of the steps."""
+    sign_in_to_new_workflow(page, app_url)
+    run_report(page, model, tmp_path)
+    steps = page.eval_on_selector_all(
+        "details.step", "steps => steps.map(s => s.querySelector('summary code').textContent)"
+    )
+    assert steps == ["document.extract", "document.generateReport"]
+    page.click(".chart-table summary")
+    rows = page.eval_on_selector_all(
+        "#iteration-rows tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+    )
+    assert [row[:3] for row in rows] == [
+        ["1.1.1", "document.extract", "success"],
+        ["1.1.2", "document.generateReport", "success"],
+    ]
+    assert all(row[3].endswith(" ms") and int(row[4]) > 0 for row in rows), rows
+    labels = page.eval_on_selector_all(".iteration-label", "ls => ls.map(l => l.textContent)")
+    assert labels == ["1.1.1", "1.1.2"]
+    # The largest duration and the largest token count fill the plot; the axes say how much.
+    for kind in ["duration", "tokens"]:
+        heights = page.eval_on_selector_all(
+            f"#iterations .bar.{kind}", "bars => bars.map(b => b.style.height)"
+        )
+        assert "100%" in heights and len(heights) == 2, heights
+    assert page.inner_text(".chart-axis-tokens span:first-child").endswith(" tok")
+    assert page.locator(".chart-plot").bounding_box()["height"] >= 100
+
+
+def test_the_tools_panel_fits_the_window(page, app_url):
+    """At 1366 × 768 the open Tools panel lies inside the window and lists every tool, those
+    left out with the POWERON_* variables to set."""
+    page.set_viewport_size({"width": 1366, "height": 768})
+    sign_in_to_new_workflow(page, app_url)
+    page.click(".tool-overview summary")
+    panel = page.wait_for_selector(".tool-panel")
+    box = panel.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 1366, box
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 768, box
+    items = [item.bounding_box() for item in page.query_selector_all(".tool-list li")]
+    assert len(items) == 6
+    # A list, one tool under the other, each as wide as the panel allows.
+    assert all(
+        box["x"] <= item["x"] and item["x"] + item["width"] <= box["x"] + box["width"]
+        for item in items
+    ), items
+    assert [item["y"] for item in items] == sorted({item["y"] for item in items})
+    assert "POWERON_SEARCH_PROVIDER" in page.inner_text(".tool-off .tool-variables")
+    page.screenshot(path=ARTIFACTS / "tools-panel.png")
+
+
+def test_on_a_phone_the_chat_comes_first_and_the_list_opens_on_demand(page, app_url):
+    """At 390 × 844 a workflow's chat takes the screen; the top bar's Workflows button (with
+    aria-expanded, by mouse or keyboard) opens and closes the list, and a workflow picked
+    there opens."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, app_url)
+    toggle = "#sidebar-toggle"
+    assert page.get_attribute(toggle, "aria-controls") == "sidebar"
+    assert page.is_visible(".sidebar")  # no workflow yet: the list (and its form) shows
+    page.fill("input[name=title]", "First")
+    page.click("text=Create")
+    page.wait_for_selector("#connection[data-state=live]")
+    page.goto(app_url + "/")
+    page.click("details.new-workflow summary")
+    page.fill("input[name=title]", "Second")
+    page.click("text=Create")
+    page.wait_for_selector("#connection[data-state=live]")
+
+    # The chat comes first: the composer is on the screen, the list is not.
+    assert not page.is_visible(".sidebar")
+    assert page.get_attribute(toggle, "aria-expanded") == "false"
+    header = page.locator(".chat-header").bounding_box()
+    assert header["y"] < 120 and page.is_visible("#composer textarea")
+    page.screenshot(path=ARTIFACTS / "narrow-chat.png")
+
+    page.click(toggle)
+    assert page.get_attribute(toggle, "aria-expanded") == "true"
+    page.wait_for_selector(".sidebar", state="visible")
+    page.screenshot(path=ARTIFACTS / "narrow-list.png")
+    page.click(toggle)
+    page.wait_for_selector(".sidebar", state="hidden")
+
+    # By keyboard: Enter opens, Escape closes and leaves the focus on the button.
+    page.focus(toggle)
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".sidebar", state="visible")
+    page.keyboard.press("Escape")
+    page.wait_for_selector(".sidebar", state="hidden")
+    assert page.evaluate("document.activeElement.id") == "sidebar-toggle"
+
+    # Picking a workflow opens it, its chat first again.
+    page.click(toggle)
+    page.click(".workflow-list a:has-text('First')")
+    page.wait_for_selector("#wf-title:has-text('First')")
+    page.wait_for_selector("#connection[data-state=live]")
+    assert not page.is_visible(".sidebar") and page.is_visible("#composer textarea")
