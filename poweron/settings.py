@@ -278,6 +278,9 @@ POWERON_CRAWL_MAX_PAGES = env_int("POWERON_CRAWL_MAX_PAGES", 10)
 POWERON_CRAWL_MAX_DEPTH = env_int("POWERON_CRAWL_MAX_DEPTH", 2)
 POWERON_WEB_ENRICHMENT = env_bool("POWERON_WEB_ENRICHMENT", True)
 POWERON_APPROVAL_METHODS = env_list("POWERON_APPROVAL_METHODS", "")
+# MCP servers whose tools join the catalog: JSON (name -> {command | url, headers, env, tools,
+# approval, timeout, max_output_chars}) or "@/path/to/servers.json". See the README's Tools.
+POWERON_MCP_SERVERS = os.environ.get("POWERON_MCP_SERVERS", "")
 
 LOGGING = {
     "version": 1,

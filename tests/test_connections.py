@@ -53,3 +53,57 @@ def test_owner_removes_a_connection(alice_client, alice):
     url = reverse("workflows:connection-delete", args=[connection.pk])
     assert alice_client.post(url).status_code == 302
     assert not Connection.objects.exists()
+
+
+def test_a_user_adds_their_own_mcp_server_with_an_optional_token(alice_client, alice):
+    response = alice_client.post(
+        reverse("workflows:connections"),
+        {
+            "label": "my-wiki",
+            "kind": "mcp",
+            "url": "https://mcp.example.org/mcp",
+            "secret": "wiki-token-123",
+        },
+    )
+    assert response.status_code == 302
+    connection = Connection.objects.get(owner=alice)
+    assert (connection.kind, connection.url) == ("mcp", "https://mcp.example.org/mcp")
+    page = alice_client.get(reverse("workflows:connections")).content.decode()
+    assert "https://mcp.example.org/mcp" in page and "wiki-token-123" not in page
+    tokenless = {"label": "open-wiki", "kind": "mcp", "url": "https://mcp.example.org/open"}
+    assert alice_client.post(reverse("workflows:connections"), tokenless).status_code == 302
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        ({"label": "wiki", "kind": "mcp"}, "url", "An MCP server needs its URL."),
+        (
+            {"label": "wiki", "kind": "mcp", "url": "http://192.0.2.10/mcp"},
+            "url",
+            "192.0.2.10 is an address reserved for documentation",
+        ),
+        (
+            {"label": "wiki", "kind": "mcp", "url": "http://localhost:8000/mcp"},
+            "url",
+            "this machine",
+        ),
+        ({"label": "web", "kind": "mcp", "url": "https://mcp.example.org/mcp"}, "label", "not web"),
+        (
+            {"label": "wiki", "kind": "tavily", "url": "https://mcp.example.org/", "secret": "x"},
+            "url",
+            "Only an MCP server has a URL.",
+        ),
+        ({"label": "search", "kind": "tavily"}, "secret", "needs its secret"),
+    ],
+)
+def test_a_connection_that_cannot_work_is_refused_with_the_reason(
+    alice_client, alice, fields, field, message
+):
+    """Checked before anything is stored; a server on a private or documentation address is
+    refused without resolving or contacting it."""
+    response = alice_client.post(reverse("workflows:connections"), fields)
+    assert response.status_code == 400
+    errors = response.context["connection_form"].errors[field]
+    assert any(message in error for error in errors), errors
+    assert not Connection.objects.filter(owner=alice).exists()

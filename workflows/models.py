@@ -249,8 +249,14 @@ class Connection(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="connections"
     )
     label = models.SlugField(max_length=64)
-    kind = models.CharField(max_length=32, help_text="The provider, e.g. tavily.")
-    secret = models.TextField()
+    kind = models.CharField(max_length=32, help_text="The provider, e.g. tavily, or mcp.")
+    secret = models.TextField(blank=True)
+    url = models.URLField(
+        max_length=500,
+        blank=True,
+        help_text="An MCP server's streamable-HTTP endpoint (kind mcp); the secret, if any, is "
+        "sent as its bearer token.",
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -195,9 +195,10 @@ def message_create(*, workflow: ChatWorkflow, role: str, content: str = "", **fi
     return ChatMessage.objects.create(workflow=workflow, role=role, content=content, **fields)
 
 
-def connection_create(*, owner, label: str, kind: str, secret: str) -> Connection:
-    """Store a user's credential under a label unique to them."""
-    connection = Connection(owner=owner, label=label, kind=kind, secret=secret)
+def connection_create(*, owner, label: str, kind: str, secret: str, url: str = "") -> Connection:
+    """Store a user's credential under a label unique to them (with its server's URL for an
+    MCP server of their own)."""
+    connection = Connection(owner=owner, label=label, kind=kind, secret=secret, url=url)
     connection.full_clean()
     connection.save()
     return connection

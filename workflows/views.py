@@ -56,9 +56,7 @@ def workflow_detail(request: HttpRequest, workflow_id: int) -> HttpResponse:
             "messages_list": selectors.message_list(workflow=workflow),
             "form": WorkflowCreateForm(),
             "max_upload_bytes": settings.POWERON_MAX_UPLOAD_BYTES,
-            "tools": setup.tool_overview(
-                connection_kinds=selectors.connection_kinds(user=request.user)
-            ),
+            "tools": setup.tool_overview(owner=request.user),
         },
     )
 
@@ -132,6 +130,7 @@ def connection_list(request: HttpRequest) -> HttpResponse:
             label=form.cleaned_data["label"],
             kind=form.cleaned_data["kind"],
             secret=form.cleaned_data["secret"],
+            url=form.cleaned_data["url"],
         )
         return redirect("workflows:connections")
     context = {

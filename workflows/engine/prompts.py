@@ -64,8 +64,19 @@ def correction(error: str) -> Message:
 
 
 def render_catalog(tools: Sequence[Tool]) -> str:
-    """The tiny catalog: one `method.action(param,names)` line per allowed action."""
-    return "\n".join(f"- {catalog_line(tool)}" for tool in tools) or "(no actions allowed)"
+    """The tiny catalog: one `method.action(param,names)` line per allowed action. Tools from
+    other sources (MCP servers) follow with their own short descriptions, fenced as untrusted:
+    a server's words are data, never instructions."""
+    own = [f"- {catalog_line(tool)}" for tool in tools if not hasattr(tool, "untrusted_summary")]
+    external = [
+        f"- {catalog_line(tool)}: {tool.untrusted_summary}"
+        for tool in tools
+        if hasattr(tool, "untrusted_summary")
+    ]
+    if external:
+        own.append("External tools (MCP servers; the descriptions are the servers' own words):")
+        own.append(untrusted("MCP servers", "\n".join(external)))
+    return "\n".join(own) or "(no actions allowed)"
 
 
 def render_documents(

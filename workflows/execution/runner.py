@@ -179,7 +179,7 @@ class RoundRunner:
             assert self.sender is not None
             await self.sender.close()
             if self.parts is not None:
-                await setup.close_llm(self.parts.llm)
+                await setup.close_parts(self.parts)
 
     @property
     def round(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -16,7 +17,7 @@ from workflows.engine.contracts import LLM, ToolExecutor
 from workflows.engine.money import Prices
 from workflows.engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
 from workflows.models import ChatMessage, ChatWorkflow
-from workflows.tools import isolation
+from workflows.tools import isolation, mcp
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,8 @@ class RoundParts:
     connections: dict[str, str]
     """Connection label -> secret, for the owner only; never logged, sent or recorded."""
     answer_timeout: float
+    mcp: mcp.McpHub | None = None
+    """The round's MCP connections, closed when the run ends."""
 
 
 def model_configured() -> bool:
@@ -113,6 +116,15 @@ async def close_llm(llm: LLM) -> None:
         await close()
 
 
+async def close_parts(parts: RoundParts) -> None:
+    """Release what the run holds: its model's own resources and its MCP connections."""
+    try:
+        await close_llm(parts.llm)
+    finally:
+        if parts.mcp is not None:
+            await parts.mcp.aclose()
+
+
 def tool_settings() -> dict[str, Any]:
     """The tools' settings, from Django settings (see the README's tool section)."""
     return {
@@ -133,21 +145,37 @@ def tool_settings() -> dict[str, Any]:
     }
 
 
-def build_tools(*, connection_kinds: set[str]) -> ToolExecutor:
-    """The tools usable for this owner (a provider they hold a connection for counts)."""
+def build_tools(
+    *,
+    connection_kinds: set[str],
+    extra: Sequence[Any] = (),
+    extra_unavailable: dict[str, str] | None = None,
+) -> ToolExecutor:
+    """The tools usable for this owner (a provider they hold a connection for counts), with
+    the tools of their MCP servers."""
     from workflows.tools.registry import ToolRegistry
 
-    return ToolRegistry(tool_settings(), connection_kinds=connection_kinds)
+    return ToolRegistry(
+        tool_settings(),
+        connection_kinds=connection_kinds,
+        extra=extra,
+        extra_unavailable=extra_unavailable,
+    )
 
 
-def tool_overview(*, connection_kinds: set[str] | frozenset[str] = frozenset()) -> list[dict]:
+def tool_overview(
+    *, connection_kinds: set[str] | frozenset[str] = frozenset(), owner: Any = None
+) -> list[dict]:
     """Every tool of the catalog: whether it is usable here and, if not, why and which
-    environment variables to set."""
+    environment variables to set. With `owner`, their connections count, and the MCP servers
+    they may use follow, as their latest listing in this process found them."""
     from workflows.tools.registry import CATALOG, ToolRegistry, variables_named
 
-    registry = ToolRegistry(tool_settings(), connection_kinds=connection_kinds)
+    connections = list(owner.connections.all()) if owner is not None else []
+    kinds = set(connection_kinds) | {c.kind for c in connections}
+    registry = ToolRegistry(tool_settings(), connection_kinds=kinds)
     unavailable = registry.unavailable()
-    return [
+    rows = [
         {
             "name": tool.name,
             "description": tool.description,
@@ -157,6 +185,39 @@ def tool_overview(*, connection_kinds: set[str] | frozenset[str] = frozenset()) 
         }
         for tool in CATALOG
     ]
+    servers = mcp_servers(connections) if owner is not None else site_mcp_servers()
+    return rows + [row for server in servers for row in mcp_overview(server)]
+
+
+def mcp_overview(server: mcp.McpServer) -> list[dict]:
+    """The Tools panel's rows for one MCP server: its tools as last listed, or why it has
+    none, or that a run will list them."""
+    where = "your MCP server" if server.owner else f"MCP server {server.name}"
+    asks = " Each call waits for your approval." if server.approval is True else ""
+    listing = mcp.last_listing(server)
+    if listing is None:
+        description = f"The tools of {where} ({server.transport}) are listed when a run starts."
+        return [_row(f"{server.name}.*", description)]
+    if listing.error:
+        return [_row(f"{server.name}.*", "", reason=listing.error)]
+    return [
+        _row(
+            f"{server.name}.{mcp.catalog_name(spec.name)}",
+            f"{mcp.short_description(spec.description)} (from {where}.{asks})".replace(".)", ")"),
+        )
+        for spec in listing.tools
+        if server.tools is None or spec.name in server.tools
+    ]
+
+
+def _row(name: str, description: str, *, reason: str = "") -> dict:
+    return {
+        "name": name,
+        "description": description,
+        "available": not reason,
+        "reason": reason,
+        "variables": ["POWERON_MCP_SERVERS"] if reason else [],
+    }
 
 
 def history_entry(message: ChatMessage) -> HistoryEntry:
@@ -190,7 +251,9 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
         language=settings.LANGUAGE_CODE.split("-")[0],
         max_steps=workflow.max_steps,
         history=[history_entry(m) for m in earlier],
-        connections=[ConnectionInfo(label=c.label, kind=c.kind) for c in connections],
+        connections=[
+            ConnectionInfo(label=c.label, kind=c.kind) for c in connections if c.kind != MCP_KIND
+        ],
         budgets=Budgets(
             tokens=settings.POWERON_TOKEN_BUDGET or None,
             day_tokens=settings.POWERON_DAILY_TOKEN_BUDGET or None,
@@ -199,7 +262,12 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
             **cost_budget(workflow, prices),
         ),
         prices=prices,
-        policy=Policy(approval=list(settings.POWERON_APPROVAL_METHODS)),
+        policy=Policy(
+            approval=[
+                *settings.POWERON_APPROVAL_METHODS,
+                *mcp.approval_patterns(mcp_servers(connections)),
+            ]
+        ),
     )
     return state.model_dump(mode="json")
 
@@ -255,12 +323,48 @@ def tokens_in_the_last_day(workflow: ChatWorkflow) -> int:
 
 
 async def build(workflow: ChatWorkflow) -> RoundParts:
-    """The model, the tools and the owner's connection secrets for a round (the model is
-    built in the round's own loop: its client belongs to it)."""
+    """The model, the tools (the MCP servers' listed too) and the owner's connection secrets
+    for a round (the model and the MCP connections are made in the round's own loop)."""
     connections = await database_sync_to_async(list)(workflow.owner.connections.all())
+    hub = mcp.McpHub(mcp_servers(connections), allow_hosts=settings.POWERON_FETCH_ALLOW_HOSTS)
+    extra, unavailable = await hub.catalog() if hub.servers else ([], {})
     return RoundParts(
         llm=build_llm(),
-        tools=build_tools(connection_kinds={c.kind for c in connections}),
-        connections={c.label: c.secret for c in connections},
+        tools=build_tools(
+            connection_kinds={c.kind for c in connections},
+            extra=extra,
+            extra_unavailable=unavailable,
+        ),
+        connections={c.label: c.secret for c in connections if c.kind != MCP_KIND},
         answer_timeout=ANSWER_TIMEOUT_SECONDS,
+        mcp=hub,
     )
+
+
+MCP_KIND = "mcp"
+"""The kind of a user's connection to their own MCP server."""
+
+
+def site_mcp_servers() -> list[mcp.McpServer]:
+    """The operator's MCP servers (POWERON_MCP_SERVERS); configuration problems are logged
+    and left out."""
+    servers, problems = mcp.load_servers(settings.POWERON_MCP_SERVERS)
+    for problem in problems:
+        logger.warning("%s", problem)
+    return servers
+
+
+def mcp_servers(connections: list[Any]) -> list[mcp.McpServer]:
+    """The MCP servers one user's rounds may use: the site's and their own."""
+    own = {}
+    for connection in connections:
+        if connection.kind == MCP_KIND and connection.url:
+            server = mcp.user_server(
+                label=connection.label,
+                url=connection.url,
+                secret=connection.secret,
+                owner=connection.owner_id,
+            )
+            if server is not None:
+                own[server.name] = server
+    return mcp.servers_for(site_mcp_servers(), own)

@@ -59,7 +59,11 @@ class ToolRegistry:
         settings: Mapping[str, Any] | None = None,
         *,
         connection_kinds: Iterable[str] = (),
+        extra: Sequence[Tool] = (),
+        extra_unavailable: Mapping[str, str] | None = None,
     ) -> None:
+        """`extra`: tools from other sources (MCP servers) after the built-in ones, and
+        `extra_unavailable` what those sources could not offer, with the reason."""
         self.settings = dict(settings or {})
         self.connection_kinds = frozenset(connection_kinds)
         self._tools: dict[str, Tool] = {}
@@ -71,6 +75,9 @@ class ToolRegistry:
                 self._tools[tool.name] = tool
             else:
                 self._unavailable[tool.name] = reason
+        for tool in extra:
+            self._tools.setdefault(tool.name, tool)
+        self._unavailable.update(extra_unavailable or {})
 
     def tools(self) -> Sequence[Tool]:
         """The usable tools, in catalog order."""

@@ -1,0 +1,178 @@
+"""MCP servers as tool sources, against real servers written with the SDK: one over stdio and
+one over streamable HTTP on loopback (tests/support/mcp_server.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from pydantic import ValidationError
+
+from tests.support.mcp_servers import http_server, stdio_command
+from workflows.engine.contracts import catalog_line
+from workflows.tools import mcp
+from workflows.tools.mcp import McpHub, McpServer, load_servers
+
+
+@pytest.fixture(autouse=True)
+def fresh_listings():
+    mcp.forget_listings()
+    yield
+    mcp.forget_listings()
+
+
+def stdio_server(**fields) -> McpServer:
+    return McpServer(name="calc", command=tuple(stdio_command()), **fields)
+
+
+def by_name(tools) -> dict:
+    return {tool.name: tool for tool in tools}
+
+
+def test_the_configuration_is_checked_server_by_server(tmp_path):
+    servers, problems = load_servers(
+        json.dumps(
+            {
+                "calc": {"command": "python server.py stdio", "approval": ["add"]},
+                "wiki": {"url": "https://mcp.example.org/mcp", "headers": {"X-Key": "k"}},
+                "web": {"url": "https://203.0.113.9/mcp"},
+                "Bad Name": {"url": "https://203.0.113.9/mcp"},
+                "both": {"url": "https://203.0.113.9/mcp", "command": "x"},
+                "ftp": {"url": "ftp://203.0.113.9/"},
+            }
+        )
+    )
+    assert [(s.name, s.transport) for s in servers] == [("calc", "stdio"), ("wiki", "http")]
+    assert servers[0].command == ("python", "server.py", "stdio")
+    assert servers[0].needs_approval("add") and not servers[0].needs_approval("sub")
+    assert servers[1].needs_approval("anything")  # approval is the default
+    assert len(problems) == 4
+    assert "'web' is the method of built-in actions" in problems[0]
+    assert "lowercase letters" in problems[1]
+    assert "either a command (stdio) or a url" in problems[2]
+    assert "http:// or https://" in problems[3]
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps([{"name": "wiki", "url": "https://mcp.example.org/mcp"}]))
+    assert [s.name for s in load_servers(f"@{path}")[0]] == ["wiki"]
+    assert "is not valid JSON" in load_servers("{nope")[1][0]
+    assert "cannot read" in load_servers("@/nonexistent/servers.json")[1][0]
+
+
+async def test_stdio_tools_join_the_catalog_and_run():
+    """Listed as <server>.<tool> with their parameter names; arguments are checked against
+    the tool's schema; results become documents; one connection serves the whole run."""
+    async with McpHub([stdio_server(env={"NOTES_API_KEY": "key-from-the-operator"})]) as hub:
+        tools, unavailable = await hub.catalog()
+        assert unavailable == {}
+        tools = by_name(tools)
+        assert {"calc.add", "calc.city_facts", "calc.chart", "calc.fail"} <= set(tools)
+        add = tools["calc.add"]
+        assert catalog_line(add) == "calc.add(a,b)"
+        assert add.untrusted_summary == "Add two integers and return the sum."
+        assert add.Parameters.model_json_schema()["required"] == ["a", "b"]
+        with pytest.raises(ValidationError, match="'x' is not of type 'integer'"):
+            add.Parameters.model_validate({"a": "x", "b": 1})
+
+        result = await add.run(add.Parameters.model_validate({"a": 2, "b": 40}), None)
+        assert result.success, result.error
+        files = {d.name: d for d in result.documents}
+        assert files["add.md"].data == b"42"
+        assert json.loads(files["add.json"].data) == {"result": 42}
+
+        chart = tools["calc.chart"]
+        result = await chart.run(chart.Parameters.model_validate({}), None)
+        assert [(d.name, d.mime) for d in result.documents] == [("chart_1.png", "image/png")]
+        assert result.documents[0].data.startswith(b"\x89PNG")
+
+        fail = tools["calc.fail"]
+        result = await fail.run(fail.Parameters.model_validate({"reason": "disk full"}), None)
+        assert not result.success and result.error.startswith("calc.fail reported an error")
+
+        # The server got its environment; what it gives back of it is redacted, as with
+        # every header or environment value the operator configured.
+        env = tools["calc.echo_env"]
+        result = await env.run(env.Parameters.model_validate({"name": "NOTES_API_KEY"}), None)
+        assert result.success and result.documents[0].data == b"***"
+        assert len(hub._holders) == 1  # every call went through the one connection
+
+
+async def test_a_slow_tool_times_out_and_a_large_result_is_cut():
+    server = stdio_server(timeout=0.5, max_output_chars=200)
+    async with McpHub([server]) as hub:
+        tools = by_name((await hub.catalog())[0])
+        slow = tools["calc.slow"]
+        started = time.monotonic()
+        result = await slow.run(slow.Parameters.model_validate({"seconds": 30}), None)
+        assert time.monotonic() - started < 5
+        assert result.error == "calc.slow did not answer within 0.5 s"
+    result = mcp.to_result(server, "big", _Result("x" * 1_000))
+    assert len(result.documents[0].data) == 200
+    assert result.notes == ["The result was cut to 200 characters (it had 1,000)."]
+
+
+class _Result:
+    def __init__(self, text: str) -> None:
+        from mcp.types import TextContent
+
+        self.content = [TextContent(type="text", text=text)]
+        self.structured_content = None
+        self.is_error = False
+
+
+async def test_http_servers_get_their_headers_and_a_failing_server_says_why():
+    """A server that refuses us, or cannot start, leaves the catalog with its reason; the
+    others stay."""
+    with http_server(token="s3cret") as url:
+        good = McpServer(name="wiki", url=url, headers={"Authorization": "Bearer s3cret"})
+        refused = McpServer(name="locked", url=url, headers={"Authorization": "Bearer wrong"})
+        missing = McpServer(name="gone", command=("/nonexistent/mcp-server",))
+        async with McpHub([good, refused, missing]) as hub:
+            tools, unavailable = await hub.catalog()
+        assert "wiki.add" in by_name(tools)
+        assert not any(t.name.startswith(("locked.", "gone.")) for t in tools)
+        assert set(unavailable) == {"locked.*", "gone.*"}
+        assert unavailable["locked.*"].startswith("MCP server locked (127.0.0.1:")
+        assert "401" in unavailable["locked.*"]
+        assert unavailable["gone.*"].startswith("MCP server gone (/nonexistent/mcp-server) failed")
+
+
+async def test_a_listing_is_reused_while_fresh():
+    with http_server() as url:
+        server = McpServer(name="wiki", url=url)
+        async with McpHub([server]) as hub:
+            first, _ = await hub.catalog()
+    # The server is gone, but its listing of a moment ago still stands.
+    async with McpHub([server]) as hub:
+        again, unavailable = await hub.catalog()
+    assert [t.name for t in again] == [t.name for t in first] and unavailable == {}
+    assert mcp.last_listing(server).error == ""
+
+
+async def test_a_users_server_on_a_private_address_is_refused_before_any_connection():
+    """The fetcher's rule: documentation, private and loopback addresses are refused unless
+    the operator allows the host (nothing is resolved or contacted)."""
+    for url in ("http://192.0.2.10/mcp", "http://10.1.2.3:8080/mcp", "http://localhost:9/mcp"):
+        server = McpServer(name="mine", url=url, owner=7)
+        async with McpHub([server]) as hub:
+            tools, unavailable = await hub.catalog()
+        assert tools == [] and "refused" in unavailable["mine.*"], unavailable
+        assert (
+            "POWERON_FETCH_ALLOW_HOSTS" in unavailable["mine.*"]
+            or "this machine" in (unavailable["mine.*"])
+        )
+        mcp.forget_listings()
+    with http_server() as url:
+        mine = McpServer(name="mine", url=url, owner=7)
+        async with McpHub([mine], allow_hosts=["127.0.0.1"]) as hub:
+            tools, unavailable = await hub.catalog()
+        assert "mine.add" in by_name(tools) and unavailable == {}
+
+
+def test_approval_patterns_follow_each_servers_setting():
+    servers = [
+        McpServer(name="calc", url="https://203.0.113.9/mcp"),
+        McpServer(name="wiki", url="https://203.0.113.9/mcp", approval=False),
+        McpServer(name="ops", url="https://203.0.113.9/mcp", approval=("restart-service",)),
+    ]
+    assert mcp.approval_patterns(servers) == ["calc.*", "ops.restart_service"]
