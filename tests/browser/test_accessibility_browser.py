@@ -19,6 +19,7 @@ from tests.support.replies import cont, extract_step, params, select, stop, task
 pytestmark = pytest.mark.browser
 
 BLOCKING = {"serious", "critical"}
+PRICED = {"POWERON_PRICE_INPUT": "2", "POWERON_PRICE_OUTPUT": "8", "POWERON_PRICE_CURRENCY": "USD"}
 NOTES = "# Notes\n\nRevenue grew 12 percent in Q3. Costs fell 3 percent.\n"
 ANSWER = "Revenue grew 12 percent while costs fell 3 percent."
 
@@ -43,7 +44,9 @@ def report_script() -> list[FakeReply]:
 
 
 def blocking_violations(page, where: str) -> list[str]:
-    """axe's serious and critical findings on the page as it is now; the others are printed."""
+    """axe's serious and critical findings on the page once its transitions have ended (a
+    button fading in is not yet its colour); the others are printed."""
+    page.wait_for_function("() => document.getAnimations().length === 0")
     results = Axe().run(page)
     blocking = []
     for violation in results.response["violations"]:
@@ -80,6 +83,7 @@ def run_report(page, model, tmp_path) -> None:
     page.wait_for_selector("#answer-round1_answer pre code")
 
 
+@pytest.mark.parametrize("app_url", [PRICED], indirect=True)  # costs on the page too
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_no_serious_accessibility_violations(page, app_url, model, tmp_path, scheme):
     """Login, home and a finished workflow (steps, code, documents, the Tools panel open) have
@@ -94,12 +98,18 @@ def test_no_serious_accessibility_violations(page, app_url, model, tmp_path, sch
     page.wait_for_selector("#connection[data-state=live]")
     run_report(page, model, tmp_path)
     page.eval_on_selector_all("details.step", "steps => steps.forEach((s) => { s.open = true; })")
+    page.click(".chart-table summary")
     page.click(".tool-overview summary")
     page.wait_for_selector(".tool-overview[open] ul")
     found += blocking_violations(page, "workflow")
+    # What the README shows (docs/screenshot*.png are copied from here): the steps folded
+    # to their summaries, then the answer.
     page.click(".tool-overview summary")
-    page.locator("#timeline").evaluate("el => el.scrollTop = 0")
-    page.screenshot(path=ARTIFACTS / f"a11y-{scheme}.png")
+    page.click(".chart-table summary")
+    page.eval_on_selector_all("details.step", "steps => steps.forEach((s) => { s.open = false; })")
+    page.locator("#timeline .task").first.evaluate("task => task.scrollIntoView()")
+    page.wait_for_function("() => document.getAnimations().length === 0")
+    page.screenshot(path=ARTIFACTS / f"screenshot-{scheme}.png")
     assert found == [], "\n".join(found)
 
 
@@ -184,6 +194,7 @@ def test_on_a_phone_the_chat_comes_first_and_the_list_opens_on_demand(page, app_
     assert page.get_attribute(toggle, "aria-expanded") == "true"
     page.wait_for_selector(".sidebar", state="visible")
     page.screenshot(path=ARTIFACTS / "narrow-list.png")
+    assert blocking_violations(page, "narrow") == []
     page.click(toggle)
     page.wait_for_selector(".sidebar", state="hidden")
 
