@@ -2,7 +2,11 @@
 approved or rejected by the user, run on a real MCP server (stdio, or streamable HTTP on
 loopback), observed; a failing server is reported; a user's own server is theirs alone."""
 
+import asyncio
 import json
+import os
+import time
+from pathlib import Path
 
 import pytest
 from channels.db import database_sync_to_async
@@ -42,6 +46,22 @@ def site_servers(settings, **calc) -> None:
             "broken": {"command": ["/nonexistent/mcp-server"]},
         }
     )
+
+
+def stdio_servers_running() -> int:
+    """This process's stdio MCP server children alive now (zombies do not count)."""
+    count = 0
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            parts = (proc / "cmdline").read_bytes().split(b"\0")
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        state, parent = stat[0], int(stat[1])
+        mine = parent == os.getpid() and state != "Z"
+        if mine and any(p.endswith(b"mcp_server.py") for p in parts) and b"stdio" in parts:
+            count += 1
+    return count
 
 
 def text_of(body) -> str:
@@ -89,6 +109,11 @@ async def test_an_mcp_tool_is_chosen_approved_run_and_observed(alice, model, set
         assert errors[0]["payload"]["kind"] == "rejected"
         assert not any(e["type"] == "observe" for e in events)
     model.assert_complete()
+    # The run's connection to the stdio server is closed with the run: the server stopped.
+    deadline = time.monotonic() + 10
+    while stdio_servers_running() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert stdio_servers_running() == 0
     await communicator.disconnect()
 
 
