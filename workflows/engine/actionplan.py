@@ -14,6 +14,7 @@ from .actions import (
     record_step,
     task_text,
 )
+from .catalog import task_catalog
 from .contracts import describe_error
 from .core import Out, Rejected, RoundContext, TaskState, ask
 from .defaults import DefaultsContext
@@ -130,7 +131,7 @@ async def plan_actions(
         ctx,
         task,
         "actionplan",
-        tools=tools,
+        tools=task_catalog(ctx, task).shown,  # a hidden tool of the task is still allowed
         max_steps=limit,
         round=ctx.round,
         task=task.number,

@@ -67,7 +67,11 @@ def render_catalog(tools: Sequence[Tool]) -> str:
     """The tiny catalog: one `method.action(param,names)` line per allowed action. Tools from
     other sources (MCP servers) follow with their own short descriptions, fenced as untrusted:
     a server's words are data, never instructions."""
-    own = [f"- {catalog_line(tool)}" for tool in tools if not hasattr(tool, "untrusted_summary")]
+    own = [
+        f"- {catalog_line(tool)}{getattr(tool, 'catalog_note', '')}"  # catalog.search's count
+        for tool in tools
+        if not hasattr(tool, "untrusted_summary")
+    ]
     external = [
         f"- {catalog_line(tool)}: {tool.untrusted_summary}"
         for tool in tools

@@ -14,13 +14,15 @@ from .actions import (
     record_step,
     task_text,
 )
+from .catalog import catalog_check, select, task_catalog
 from .contracts import describe_error
 from .core import Out, Rejected, RoundContext, Step, TaskState, ask
 from .defaults import DefaultsContext
 from .events import ActEvent, AskEvent, ErrorEvent, Event, PlanEvent, RefineEvent
 from .prompts import parameters_prompt, reconcile_schema, render_observation
+from .ranking import SEARCH_ACTION
 from .schemas import ActionParameters, ActionSelection, Observation, RefinementDecision
-from .selection import selection_check, selection_messages, task_tools
+from .selection import selection_messages
 
 
 async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
@@ -153,21 +155,10 @@ async def plan(ctx: RoundContext, step: Step, out: Out[ActionSelection]) -> Asyn
             "info", "Steering note(s) received: " + " | ".join(notes), task=task.number
         )
         proposed = None  # the note may change the course: choose again with it
-    if proposed is not None:
+    if proposed is not None and proposed.action != SEARCH_ACTION:
         out.value = proposed
-    else:
-        tools = task_tools(ctx, task)
-        messages = selection_messages(ctx, task, "select", tools=tools, steps=task.steps_text())
-        async for event in ask(
-            ctx,
-            messages,
-            output=ActionSelection,
-            kind="select",
-            out=out,
-            check=selection_check(ctx, task),
-            task=task.number,
-            action=step.action,
-        ):
+    else:  # refine may have proposed a catalog search: Stage 1 answers it, then chooses
+        async for event in select(ctx, step, out, proposed_search=proposed):
             yield event
     if out.value is not None:
         ctx.add_learnings(out.value.learnings)
@@ -232,7 +223,8 @@ async def refine(
     call: the next action is checked like Stage 1; when it breaks a rule, it is said so and
     the next step chooses again)."""
     task = step.task
-    check_selection = selection_check(ctx, task)
+    view = task_catalog(ctx, task)
+    check_selection = catalog_check(ctx, task, view, searching=True)
     dropped: list[Rejected] = []
 
     def check(decision: RefinementDecision) -> RefinementDecision:
@@ -249,7 +241,7 @@ async def refine(
         ctx,
         task,
         "refine",
-        tools=task_tools(ctx, task),
+        tools=view.shown,
         steps=task.steps_text(latest_observation=False),
         observation=render_observation(task.steps[-1].observation),
     )

@@ -24,6 +24,7 @@ from .events import (
 from .guards import allowed_tools
 from .history import render_history
 from .prompts import build, render_connections, render_documents, selection_format
+from .ranking import task_view
 from .schemas import TaskItem, TaskPlan, TaskReview
 from .selection import selection_check
 from .state import RoundState
@@ -124,7 +125,9 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
     react = ctx.state.mode == "react"
     messages = build(
         "taskplan",
-        tools=allowed_tools(ctx.state.policy, "general", ctx.tools.tools()),
+        tools=task_view(
+            allowed_tools(ctx.state.policy, "general", ctx.tools.tools()), ctx.state.prompt
+        ).shown,  # a large catalog cut for the request, as Stage 1 cuts it for a task
         max_tasks=MAX_TASKS,
         prompt=ctx.state.prompt,
         connections=render_connections(ctx.state.connections),

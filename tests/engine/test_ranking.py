@@ -1,0 +1,269 @@
+"""Large catalogs: Stage 1 lists the built-in actions and the external tools that fit the task,
+and the model can search for the others."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from tests.engine.conftest import collect, cont, make_state, of, params, select, stop, taskplan
+from workflows.engine.contracts import ActionResult
+from workflows.engine.prompts import render_catalog
+from workflows.engine.ranking import SEARCH_ACTION, rank, task_view, terms
+from workflows.engine.testing import FakeTool, FakeToolExecutor, ScriptedLLM, fake_tools
+
+SUBJECTS = [
+    ("invoice", "Look up an invoice by its number and return its status and amount."),
+    ("weather", "Give the weather forecast for a place and a day."),
+    ("ticket", "Open a support ticket with a title and a description."),
+    ("calendar", "List the calendar events of a day."),
+    ("stock", "Give the latest price of a stock symbol."),
+    ("translate", "Translate a short text into another language."),
+    ("unit", "Convert a quantity from one unit to another."),
+    ("contact", "Find a contact's e-mail address by name."),
+    ("shipment", "Track a shipment by its tracking number."),
+    ("recipe", "Find a recipe by its main ingredient."),
+]
+
+
+class Query(BaseModel):
+    query: str
+    limit: int = 5
+
+
+class Tracking(BaseModel):
+    trackingNumber: str
+
+
+@dataclass
+class ExternalTool(FakeTool):
+    """A tool as an MCP server offers it: its summary is the server's own words."""
+
+    untrusted_summary: str = ""
+
+
+async def _answered(params: object, ctx: object) -> ActionResult:
+    return ActionResult(success=True, notes=["answered"])
+
+
+def external(count: int) -> list[FakeTool]:
+    """`count` external tools of ten subjects; shipment tools want a tracking number."""
+    tools: list[FakeTool] = []
+    for number in range(count):
+        subject, text = SUBJECTS[number % len(SUBJECTS)]
+        model = Tracking if subject == "shipment" else Query
+        tools.append(
+            ExternalTool(f"srv.{subject}_{number}", text, model, False, _answered, None, text)
+        )
+    return tools
+
+
+def executor(count: int) -> FakeToolExecutor:
+    return FakeToolExecutor(tools=[*fake_tools(), *external(count)])
+
+
+def system_of(llm: ScriptedLLM, kind: str) -> list[str]:
+    return [c.messages[0]["content"] for c in llm.calls if c.kind == kind]
+
+
+def listed(system: str) -> list[str]:
+    """The external tools a system message lists."""
+    return [line.split("(")[0][2:] for line in system.splitlines() if line.startswith("- srv.")]
+
+
+WEATHER = "Find the weather forecast for Oslo tomorrow"
+
+
+def test_a_small_catalog_is_listed_whole() -> None:
+    """At or under the threshold every tool is listed and there is no catalog.search."""
+    tools = [*fake_tools(), *external(18)]
+    view = task_view(tools, WEATHER)
+    assert view.shown == tools and view.hidden == []
+    assert SEARCH_ACTION not in render_catalog(view.shown)
+
+
+def test_a_large_catalog_lists_built_ins_and_the_tools_that_match() -> None:
+    """Above the threshold: every built-in action, the best external matches, catalog.search
+    with the count of the others."""
+    tools = [*fake_tools(), *external(60)]
+    view = task_view(tools, WEATHER)
+    names = [tool.name for tool in view.shown]
+    assert names[:6] == [tool.name for tool in fake_tools()]
+    assert {f"srv.weather_{n}" for n in range(1, 60, 10)} <= set(names)
+    assert not any(name.startswith("srv.invoice") for name in names)
+    assert names[-1] == SEARCH_ACTION and len(view.hidden) == 60 - (len(names) - 7)
+    text = render_catalog(view.shown)
+    assert f"- {SEARCH_ACTION}(): {len(view.hidden)} more external tools are not listed" in text
+
+
+def test_ranking_matches_words_across_forms_and_camel_case() -> None:
+    """A plural finds the singular ("invoices", "invoice"), camelCase is split, stop words
+    do not count."""
+    assert terms("the trackingNumber of Invoices") == ["track", "number", "invoic"]
+    tools = external(20)
+    best = [tool.name for _, tool in rank(tools, "my unpaid invoices")]
+    assert best and all(name.startswith("srv.invoice") for name in best)
+    assert rank(tools, "the of and") == []
+
+
+async def test_stage_one_lists_only_the_tools_relevant_to_the_task() -> None:
+    """The round's Stage 1 and refine calls carry the cut catalog, byte-identical."""
+    llm = ScriptedLLM(
+        [taskplan(WEATHER), select("srv.weather_1"), params(query="Oslo"), stop(), "Sunny."]
+    )
+    events = await collect(make_state(prompt="Weather in Oslo?"), llm, tools=executor(60))
+    llm.assert_complete()
+    assert events[-1].status == "completed"
+    (stage1,) = system_of(llm, "select")
+    (refine,) = system_of(llm, "refine")
+    assert stage1 == refine
+    shown = set(listed(stage1))
+    assert {f"srv.weather_{n}" for n in range(1, 60, 10)} <= shown and len(shown) <= 12
+    assert not any(name.startswith(("srv.invoice", "srv.stock")) for name in shown)
+    assert "more external tools are not listed" in stage1
+    assert len(stage1) < len(render_catalog(executor(60).tools())) / 2
+
+
+async def test_the_task_plan_sees_the_catalog_cut_for_the_request() -> None:
+    """The task plan's catalog is cut too, by the request alone."""
+    llm = ScriptedLLM([taskplan(WEATHER), select("web.search"), params(query="x"), stop(), "ok"])
+    await collect(make_state(prompt="What is the weather forecast?"), llm, tools=executor(60))
+    (plan,) = system_of(llm, "taskplan")
+    assert listed(plan) and all(name.startswith("srv.weather") for name in listed(plan))
+
+
+def search(words: str) -> dict:
+    return select(SEARCH_ACTION, actionObjective=words, parametersSchema={"fields": []})
+
+
+async def test_the_model_searches_the_catalog_then_chooses_a_tool_it_found() -> None:
+    """catalog.search answers with the matching hidden tools in the same conversation (its
+    earlier messages unchanged), and the tool chosen from them runs."""
+    llm = ScriptedLLM(
+        [
+            taskplan(WEATHER),
+            search("track a parcel shipment"),
+            select("srv.shipment_8", parametersSchema={"fields": []}),
+            params(trackingNumber="ZX-1"),
+            stop(),
+            "It is on its way.",
+        ]
+    )
+    tools = executor(60)
+    events = await collect(make_state(prompt="Weather in Oslo?"), llm, tools=tools)
+    llm.assert_complete()
+    first, second = (c for c in llm.calls if c.kind == "select")
+    assert second.messages[:2] == first.messages
+    assert second.messages[2]["role"] == "assistant"
+    answer = second.messages[3]["content"]
+    assert "Tools found for 'track a parcel shipment'" in answer
+    assert "- srv.shipment_8(trackingNumber): Track a shipment" in answer
+    assert "UNTRUSTED DATA" in answer
+    assert [call.name for call in tools.calls] == ["srv.shipment_8"]
+    assert tools.calls[0].params == Tracking(trackingNumber="ZX-1")
+    statuses = [e.reason for e in of(events, "status") if e.code == "info"]
+    assert any(r.startswith("Searched the catalog for 'track a parcel shipment'") for r in statuses)
+    assert [e.selection.action for e in of(events, "plan")] == ["srv.shipment_8"]
+
+
+async def test_a_search_that_matches_nothing_names_every_hidden_tool() -> None:
+    """With no match, the answer lists the names of all the tools the catalog left out."""
+    llm = ScriptedLLM(
+        [taskplan(WEATHER), search("zzz qqq"), select("srv.weather_1"), params(query="x")]
+    )
+    llm.add(stop(), "ok")
+    await collect(make_state(prompt="Weather?"), llm, tools=executor(60))
+    answer = [c for c in llm.calls if c.kind == "select"][1].messages[3]["content"]
+    assert "No tool matches 'zzz qqq'" in answer
+    assert "- srv.invoice_0(query,limit)" in answer and "- srv.recipe_59(query,limit)" in answer
+
+
+async def test_searches_are_limited_then_the_model_must_choose() -> None:
+    """After two searches a third is rejected with one corrective retry."""
+    llm = ScriptedLLM(
+        [
+            taskplan(WEATHER),
+            search("invoice"),
+            search("stock price"),
+            search("recipe"),
+            select("srv.stock_4"),
+            params(query="ACME"),
+            stop(),
+            "ok",
+        ]
+    )
+    events = await collect(make_state(prompt="Weather?"), llm, tools=executor(60))
+    llm.assert_complete()
+    selects = [c for c in llm.calls if c.kind == "select"]
+    assert "Choose the action now (no more searches)." in selects[2].messages[-1]["content"]
+    errors = [e.message for e in of(events, "error")]
+    assert any(f"no more {SEARCH_ACTION}" in message for message in errors)
+    assert [e.selection.action for e in of(events, "plan")] == ["srv.stock_4"]
+
+
+async def test_a_tool_not_listed_is_still_valid_and_checked_against_its_own_schema() -> None:
+    """Choosing a hidden tool of the task works without a search; Stage 2 is validated
+    against that tool's model (a missing required value is corrected once)."""
+    llm = ScriptedLLM(
+        [
+            taskplan(WEATHER),
+            select("srv.shipment_18", parametersSchema={"fields": []}),
+            params(query="wrong field"),
+            params(trackingNumber="ZX-2"),
+            stop(),
+            "ok",
+        ]
+    )
+    tools = executor(60)
+    events = await collect(make_state(prompt="Weather?"), llm, tools=tools)
+    llm.assert_complete()
+    (stage1,) = system_of(llm, "select")
+    assert "srv.shipment_18" not in stage1
+    (stage2, retry) = [c for c in llm.calls if c.kind == "parameters"]
+    assert "trackingNumber" in stage2.messages[-1]["content"]
+    assert tools.calls[0].params == Tracking(trackingNumber="ZX-2")
+    assert len(of(events, "error")) == 1
+
+
+async def test_an_unknown_tool_is_rejected_naming_the_listed_ones_and_the_search() -> None:
+    """A name outside the task's catalog is rejected; the correction names the listed tools
+    and catalog.search, not the whole catalog."""
+    llm = ScriptedLLM(
+        [
+            taskplan(WEATHER),
+            select("srv.nothing"),
+            select("srv.weather_11"),
+            params(query="Oslo"),
+            stop(),
+            "ok",
+        ]
+    )
+    events = await collect(make_state(prompt="Weather?"), llm, tools=executor(60))
+    llm.assert_complete()
+    (error,) = of(events, "error")
+    assert "'srv.nothing' is not allowed" in error.message
+    assert f"or {SEARCH_ACTION} to find the tools not listed" in error.message
+    assert "srv.invoice_0" not in error.message
+
+
+async def test_refine_may_propose_a_search_that_the_next_stage_one_answers() -> None:
+    """A catalog.search proposed by refine is answered before the next Stage 1 chooses."""
+    llm = ScriptedLLM(
+        [
+            taskplan(WEATHER),
+            select("srv.weather_1"),
+            params(query="Oslo"),
+            cont(next=search("currency unit conversion")),
+            select("srv.unit_6"),
+            params(query="10 EUR"),
+            stop(),
+            "ok",
+        ]
+    )
+    events = await collect(make_state(prompt="Weather?"), llm, tools=executor(60))
+    llm.assert_complete()
+    second = [c for c in llm.calls if c.kind == "select"][1]
+    assert "Tools found for 'currency unit conversion'" in second.messages[-1]["content"]
+    assert [e.selection.action for e in of(events, "plan")] == ["srv.weather_1", "srv.unit_6"]
+    assert not of(events, "error")
