@@ -282,9 +282,16 @@ async def poweron(
 
 
 async def langgraph(
-    tools: list[FakeTool], work: Task, run: int, server: ToolCallServer, trace: Trace
+    tools: list[FakeTool],
+    work: Task,
+    run: int,
+    server: ToolCallServer,
+    trace: Trace,
+    *,
+    convert: Any = langchain_tools,
 ) -> Run:
-    """One invocation of LangGraph's prebuilt ReAct agent over the same tools."""
+    """One invocation of LangGraph's prebuilt ReAct agent over the same tools (`convert`
+    makes them LangChain tools)."""
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_openai import ChatOpenAI
     from langgraph.prebuilt import create_react_agent
@@ -303,7 +310,7 @@ async def langgraph(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecated in favour of langchain.agents (not installed)
         agent = create_react_agent(
-            chat, langchain_tools(tools, respond), prompt=system_message()["content"]
+            chat, convert(tools, respond), prompt=system_message()["content"]
         )
     documents = render_documents(uploaded(work).index(), current_round=1)
     request = f"{work.prompt}\n\n## Documents\n{documents}"

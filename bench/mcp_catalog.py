@@ -1,0 +1,231 @@
+"""PowerOn against LangGraph's prebuilt single-stage ReAct agent over real MCP tools.
+
+The task, the model server, the token counting, the simulated prefix cache and the latency
+model are bench/vs_react.py's. The catalog is the six built-in actions plus the tools a real
+MCP server lists: the tests' stdio server (`tests/support/mcp_server.py --extra N`, written
+with the official SDK) started and listed through the product's own McpHub, so PowerOn sees
+them as it does in a run (`<server>.<tool>`, the server's descriptions fenced, large catalogs
+cut for the task with `catalog.search` for the rest) and LangGraph gets each tool's input
+schema as the server gave it. Catalogs of 20, 50 and 100 tools; for each size and run,
+interleaved: PowerOn React, PowerOn Actionplan, LangGraph (replaying React's actions).
+
+Printed: the tables of vs_react.py, Stage 1's request size per catalog size and its growth,
+and one verdict line per goal (cost with caching <= 0.4x LangGraph at >= 20 tools; Stage 1's
+request growing sub-linearly with the catalog).
+
+    .venv/bin/python bench/mcp_catalog.py [--quick] [--runs N] [--sizes 20,50,100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.catalog_tools import builtin_tools, langchain_tools, openai_name  # noqa: E402
+from bench.vs_react import Model, Run, langgraph, poweron, task  # noqa: E402
+from bench.vs_react_report import (  # noqa: E402
+    SYSTEMS,
+    count,
+    print_tables,
+    rows,
+    tally,
+)
+from tests.support import netguard  # noqa: E402
+from tests.support.fake_tool_calls import ToolCallServer  # noqa: E402
+from tests.support.mcp_servers import stdio_command  # noqa: E402
+from workflows.engine import llm as engine_llm  # noqa: E402
+from workflows.engine.prompts import system_message  # noqa: E402
+from workflows.engine.ranking import task_view  # noqa: E402
+from workflows.tools.mcp import McpHub, McpServer, forget_listings  # noqa: E402
+
+SERVER_OWN_TOOLS = 6
+"""add, city_facts, chart, fail, slow, echo_env: the test server lists them before its extras."""
+STAGE_ONE = {"react": ("taskplan", "select", "refine"), "actionplan": ("taskplan", "actionplan")}
+"""The calls that choose actions, with the catalog in their system message (React's task plan
+may carry the first action and refine the next one, so select is not always called)."""
+
+
+def server(size: int) -> McpServer:
+    """The tests' stdio server with as many extra tools as make `size` with the built-ins."""
+    extra = size - len(builtin_tools()) - SERVER_OWN_TOOLS
+    if extra < 0:
+        raise ValueError(f"at least {len(builtin_tools()) + SERVER_OWN_TOOLS} tools")
+    return McpServer(name="tools", command=tuple(stdio_command("--extra", str(extra))))
+
+
+async def catalog(size: int, hub: McpHub) -> list[Any]:
+    """The built-in actions, then the server's tools as the product lists them."""
+    forget_listings()  # each size is a new server with the same name
+    tools, unavailable = await hub.catalog()
+    if unavailable:
+        raise RuntimeError(f"the MCP server did not list its tools: {unavailable}")
+    return [*builtin_tools(), *tools]
+
+
+def as_langchain(
+    tools: Sequence[Any], respond: Callable[[str, dict[str, Any]], Awaitable[str]]
+) -> list[Any]:
+    """LangChain tools: the built-ins from their parameter models, the MCP tools with the
+    input schema their server listed (as an MCP adapter hands them to an agent)."""
+    from langchain_core.tools import StructuredTool
+
+    own = [tool for tool in tools if not hasattr(tool, "untrusted_summary")]
+    converted = langchain_tools(own, respond)
+    for tool in tools:
+        if hasattr(tool, "untrusted_summary"):
+
+            async def run(_name: str = tool.name, **args: Any) -> str:
+                return await respond(_name, args)
+
+            converted.append(
+                StructuredTool(
+                    name=openai_name(tool.name),
+                    description=tool.description,
+                    args_schema=tool.Parameters.input_schema,
+                    coroutine=run,
+                )
+            )
+    return converted
+
+
+async def measure(sizes: list[int], runs: int, model: Model) -> tuple[list[Run], dict]:
+    """Warm-up, then interleaved runs per size; also each size's catalog, whole and as a
+    task's Stage 1 lists it (system message tokens)."""
+    results: list[Run] = []
+    catalogs: dict[int, tuple[int, int, int]] = {}
+    with ToolCallServer([model] * 1_000_000) as fake:
+        for size in sizes:
+            async with McpHub([server(size)]) as hub:
+                tools = await catalog(size, hub)
+                assert len(tools) == size, f"{len(tools)} tools listed, {size} wanted"
+                work = task(1)
+                view = task_view(tools, work.prompt)
+                catalogs[size] = (
+                    count(system_message(tools)["content"]),
+                    count(system_message(view.shown)["content"]),
+                    len(view.shown) - (1 if view.hidden else 0),
+                )
+                for run in range(runs + 1):  # run 0: the unmeasured warm-up
+                    work = task(1_000 + size if run == 0 else run)
+                    react = await poweron("react", tools, work, run, fake, model)
+                    plan = await poweron("actionplan", tools, work, run, fake, model)
+                    assert react.trace is not None
+                    model.traces[size, run] = react.trace
+                    agent = await langgraph(
+                        tools, work, run, fake, react.trace, convert=as_langchain
+                    )
+                    if run:
+                        results.extend([react, plan, agent])
+                    print(f"  size {size:>3} run {run}: " + ", ".join(
+                        f"{SYSTEMS[r.system]} {r.seconds:.1f} s{'' if r.solved else ' UNSOLVED'}"
+                        for r in (react, plan, agent)
+                    ), file=sys.stderr)  # fmt: skip
+    return results, catalogs
+
+
+def stage_one(table: dict, system: str, size: int) -> float:
+    """Input tokens per call that chooses actions (medians per kind, summed, per call)."""
+    kinds = table[system, size].kinds
+    calls = sum(kinds[kind][0] for kind in STAGE_ONE[system] if kind in kinds)
+    tokens = sum(kinds[kind][1] for kind in STAGE_ONE[system] if kind in kinds)
+    return tokens / calls if calls else float("nan")
+
+
+def first_request(table: dict, size: int) -> float:
+    """LangGraph: median input tokens of one model call (every call carries every schema)."""
+    kinds = table["langgraph", size].kinds
+    calls = sum(k[0] for k in kinds.values())
+    return sum(k[1] for k in kinds.values()) / calls if calls else float("nan")
+
+
+def report(table: dict, catalogs: dict, sizes: list[int], runs: int) -> None:
+    """Tables, Stage 1's size and growth, verdicts."""
+    print(
+        "PowerOn (engine, demo policy) vs LangGraph create_react_agent over a real MCP server's "
+        "tools (tests/support/mcp_server.py over stdio, listed by McpHub): extract notes, write "
+        "a report, answer; tokens, cache, prices and latency as in bench/vs_react.py"
+    )
+    print_tables(table, sizes, runs)
+    print(
+        "\nStage 1's request: o200k input tokens per call that chooses actions with the catalog "
+        "(React: task plan, select, refine; Actionplan: task plan, plan), LangGraph's per call; "
+        "the catalog's system message whole and as listed for the task"
+    )
+    for size in sizes:
+        whole, listed, shown = catalogs[size]
+        print(
+            f"  {size:>3} tools: React {stage_one(table, 'react', size):,.0f}, Actionplan "
+            f"{stage_one(table, 'actionplan', size):,.0f}, LangGraph per call "
+            f"{first_request(table, size):,.0f}; system message {whole:,} whole, {listed:,} "
+            f"as listed ({shown} tools shown)"
+        )
+    verdicts(table, sizes)
+
+
+def verdicts(table: dict, sizes: list[int]) -> None:
+    """One line per goal."""
+    print("\nverdicts")
+    parts = []
+    at = [size for size in sizes if size >= 20]
+    for system in ("react", "actionplan"):
+        figures = [
+            (size, table[system, size].medians["cost"] / table["langgraph", size].medians["cost"])
+            for size in at
+        ]
+        met = all(figure <= 0.4 for _, figure in figures)
+        shown = ", ".join(f"{size}: {figure:.2f}x" for size, figure in figures)
+        parts.append(f"{SYSTEMS[system]} {'MET' if met else 'NOT MET'} ({shown})")
+    print("- cost with prefix caching <= 0.4x LangGraph at >= 20 tools: " + "; ".join(parts))
+    low, high = min(sizes), max(sizes)
+    if low == high:
+        return
+    growth = high / low
+    parts = []
+    for system in ("react", "actionplan", "langgraph"):
+        size_of = stage_one if system != "langgraph" else None
+        small = size_of(table, system, low) if size_of else first_request(table, low)
+        large = size_of(table, system, high) if size_of else first_request(table, high)
+        ratio = large / small
+        exponent = math.log(ratio) / math.log(growth)
+        verdict = "" if system == "langgraph" else (" MET" if exponent < 1 else " NOT MET")
+        parts.append(
+            f"{SYSTEMS[system]}{verdict} ({low}: {small:,.0f}, {high}: {large:,.0f} tokens; "
+            f"{ratio:.2f}x for {growth:g}x the tools, exponent {exponent:.2f})"
+        )
+    print("- Stage 1's request grows sub-linearly with the catalog (exponent < 1): "
+          + "; ".join(parts))  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="sizes 20,100; 1 run; latency x0.1")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sizes", default="20,50,100")
+    parser.add_argument("--latency-scale", type=float, default=None, help="1.0; 0.1 with --quick")
+    args = parser.parse_args()
+    sizes = [20, 100] if args.quick else [int(n) for n in args.sizes.split(",")]
+    runs = 1 if args.quick else args.runs
+    scale = args.latency_scale if args.latency_scale is not None else (0.1 if args.quick else 1.0)
+    engine_llm.ALLOW_REMOTE_MODEL_REQUESTS = False
+    model = Model(scale)
+    started = time.perf_counter()
+    with netguard.guarded():
+        results, catalogs = asyncio.run(measure(sizes, runs, model))
+    table = rows(results, tally(model.calls, results))
+    report(table, catalogs, sizes, runs)
+    for error in model.errors:
+        print(f"model server error: {error}")
+    print(f"took {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
