@@ -7,7 +7,17 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from tests.engine.conftest import collect, cont, make_state, of, params, select, stop, taskplan
+from tests.engine.conftest import (
+    collect,
+    cont,
+    make_state,
+    of,
+    params,
+    review,
+    select,
+    stop,
+    taskplan,
+)
 from workflows.engine.contracts import ActionResult
 from workflows.engine.prompts import render_catalog
 from workflows.engine.ranking import SEARCH_ACTION, rank, task_view, terms
@@ -267,3 +277,30 @@ async def test_refine_may_propose_a_search_that_the_next_stage_one_answers() -> 
     assert "Tools found for 'currency unit conversion'" in second.messages[-1]["content"]
     assert [e.selection.action for e in of(events, "plan")] == ["srv.weather_1", "srv.unit_6"]
     assert not of(events, "error")
+
+
+async def test_actionplan_answers_a_planned_search_with_the_matches_in_its_correction() -> None:
+    """A plan holding catalog.search is rejected with the tools found; the corrected plan
+    may use one of them."""
+    step = {"requiredInputDocuments": [], "parameters": {}, "resultLabel": "found"}
+    llm = ScriptedLLM(
+        [
+            taskplan(WEATHER),
+            {"actions": [{"action": SEARCH_ACTION, "actionObjective": "stock price", **step}]},
+            {"actions": [
+                {"action": "srv.stock_14", "actionObjective": "price", **step,
+                 "parameters": {"query": "ACME"}},
+            ]},
+            review(),
+            "ok",
+        ]
+    )  # fmt: skip
+    tools = executor(60)
+    events = await collect(make_state(prompt="Weather?", mode="actionplan"), llm, tools=tools)
+    llm.assert_complete()
+    (error,) = of(events, "error")
+    assert f"{SEARCH_ACTION} does not run inside a plan" in error.message
+    correction = [c for c in llm.calls if c.kind == "actionplan"][1].messages[-1]["content"]
+    assert "Tools found for 'stock price'" in correction
+    assert "srv.stock_14(query,limit)" in correction
+    assert [call.name for call in tools.calls] == ["srv.stock_14"]

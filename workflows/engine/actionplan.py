@@ -14,11 +14,12 @@ from .actions import (
     record_step,
     task_text,
 )
-from .catalog import task_catalog
+from .catalog import planned_search, task_catalog
 from .contracts import describe_error
 from .core import Out, Rejected, RoundContext, TaskState, ask
 from .defaults import DefaultsContext
 from .events import ActEvent, ActionPlanEvent, Event, PlanEvent, PlannedStep
+from .ranking import SEARCH_ACTION
 from .schemas import ActionPlan, ActionSelection, Observation, PlannedAction
 from .selection import selection_messages, task_tools
 
@@ -108,6 +109,8 @@ async def plan_actions(
         checked: Planned = []
         for index, action in enumerate(plan.actions, start=1):
             tool = find_tool(ctx, action.action)
+            if action.action == SEARCH_ACTION and view.hidden:
+                raise planned_search(view, action.actionObjective)
             if action.action not in names or tool is None:
                 raise Rejected(
                     f"action {index}: {action.action!r} is not allowed for this task; choose one "
@@ -127,11 +130,12 @@ async def plan_actions(
             checked.append((action, prepared))
         return checked
 
+    view = task_catalog(ctx, task)
     messages = selection_messages(
         ctx,
         task,
         "actionplan",
-        tools=task_catalog(ctx, task).shown,  # a hidden tool of the task is still allowed
+        tools=view.shown,  # a hidden tool of the task is still allowed
         max_steps=limit,
         round=ctx.round,
         task=task.number,

@@ -52,6 +52,14 @@ def catalog_check(
     return checked
 
 
+def planned_search(view: CatalogView, words: str) -> Rejected:
+    """A plan cannot wait for a search: a planned `catalog.search` is rejected with the best
+    matches, which the plan's one corrective retry then reads."""
+    found = search(view, words, RANKING)
+    answer = search_answer(view, words.strip(), found, last=True)
+    return Rejected(f"{SEARCH_ACTION} does not run inside a plan. {answer}")
+
+
 async def select(
     ctx: RoundContext,
     step: Step,
