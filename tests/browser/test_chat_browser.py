@@ -236,7 +236,7 @@ def test_failures_and_a_stop_show_in_their_steps_and_every_badge_settles(page, a
     page.wait_for_selector("#wf-status[data-status=failed]")
     errors = page.locator("#step-1-1-1-errors .error")
     assert errors.count() == 2
-    assert "answer for the action selection was not valid" in errors.nth(0).inner_text()
+    assert "produced no valid answer for the action selection" in errors.nth(0).inner_text()
     assert "Asking the model once more" in errors.nth(0).inner_text()
     assert page.get_attribute("#step-1-1-1-badge", "data-state") == "failed"
     assert "no valid action selection" in page.inner_text("#step-1-1-1-end")

@@ -98,9 +98,10 @@ async def test_the_recorded_request_carries_the_compact_schema(fake_openai) -> N
     assert annotations(sent) == []
 
 
-def test_upper_bounds_are_checked_on_the_answer_not_sent() -> None:
-    """maxLength and maxItems stay out of the schema sent (every request would pay for them);
-    the answer is still held to them."""
+def test_text_bounds_are_checked_on_the_answer_item_bounds_sent() -> None:
+    """maxLength stays out of the schema sent (max_tokens bounds the answer, servers refuse it
+    in strict mode); maxItems is sent, so a small model cannot loop over a list; the answer is
+    still held to both."""
     import json as json_module
 
     import pytest
@@ -109,7 +110,7 @@ def test_upper_bounds_are_checked_on_the_answer_not_sent() -> None:
     from workflows.engine.schemas import ActionSelection
 
     sent = json_module.dumps(response_format(ActionSelection, "json_schema"))
-    assert "maxLength" not in sent and "maxItems" not in sent
+    assert "maxLength" not in sent and '"maxItems": 20' in sent
     assert response_format(ActionSelection, "json_schema")["json_schema"]["strict"] is True
     with pytest.raises(ValidationError, match="at most 1000 characters"):
         ActionSelection(action="web.search", actionObjective="x" * 1_001)

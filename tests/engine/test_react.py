@@ -64,14 +64,14 @@ async def test_stage_one_prompt_has_the_context_and_asks_for_no_parameter_values
         "Find facts about PowerOn",
         "It is done.",
         "web.search(query,maxResults,searchDepth,timeRange",
-        "document.extract(documentList,aiPrompt)",
+        "document.extract(aiPrompt) [reads documents]",
         "docList:round1_uploads",
         "docItem:1:notes.txt",
         "mytavily (tavily)",
         "Earlier question about PowerOn",
     ]:
         assert expected in text
-    assert 'No "parameters" key and no parameter values' in text
+    assert "Give no parameter values here" in text
     # The catalog is in the system message (stable across calls), the step's context after it.
     assert "web.search(query" in call.messages[0]["content"]
     assert "web.search(query" not in user_text(call)
@@ -154,7 +154,8 @@ async def test_stage_one_schema_naming_context_fields_is_rejected() -> None:
 
 
 async def test_an_action_outside_the_allowed_catalog_is_rejected() -> None:
-    """The policy's deny-list wins; the rejection names the allowed actions."""
+    """The policy's deny-list wins: the answer's schema offers only the allowed actions, and
+    the corrective message names them."""
     policy = Policy(denied={"*": ["web.crawl"]})
     llm = ScriptedLLM(
         [taskplan("t"), select("web.crawl"), select(), params(query="q"), stop(), "ok"]
@@ -162,7 +163,8 @@ async def test_an_action_outside_the_allowed_catalog_is_rejected() -> None:
     events = await collect(make_state(policy=policy), llm)
     llm.assert_complete()
     error = of(events, "error")[0]
-    assert error.kind == "rejected" and "'web.crawl' is not allowed" in error.message
+    assert error.kind == "validation" and "action: Input should be 'web.search'" in error.message
+    assert "'web.crawl'" not in error.message.split("Input should be")[1]
     assert "web.crawl" not in user_text(calls_of(llm, "select")[0])
 
 
@@ -180,12 +182,14 @@ async def test_allowed_methods_depend_on_the_task_type() -> None:
         ]
     )
     events = await collect(make_state(policy=policy), llm)
-    assert of(events, "error")[0].kind == "rejected"
+    assert of(events, "error")[0].kind == "validation"
+    assert "document.extract" not in of(events, "error")[0].message
     assert "document.extract" not in user_text(calls_of(llm, "select")[0])
 
 
 async def test_unknown_document_references_and_connections_are_rejected(store) -> None:
-    """References must name this workflow's documents; connections must be known labels."""
+    """References must name this workflow's documents; connections must be known labels: the
+    answer's schema offers only those, and the corrective message lists them."""
     llm = ScriptedLLM(
         [
             taskplan("t"),
@@ -196,8 +200,10 @@ async def test_unknown_document_references_and_connections_are_rejected(store) -
     llm.add(review("failed"))
     events = await collect(make_state(), llm, store=store)
     llm.assert_complete()
-    kinds = [(e.kind, e.retrying) for e in of(events, "error")]
-    assert kinds == [("reference", True), ("rejected", False)]
+    errors = of(events, "error")
+    assert [(e.kind, e.retrying) for e in errors] == [("validation", True), ("validation", False)]
+    assert "'docList:round1_uploads'" in errors[0].message
+    assert "requiredConnection: Input should be null" in errors[1].message
 
 
 async def test_two_invalid_selections_fail_the_step_visibly_and_the_review_decides() -> None:
@@ -209,7 +215,7 @@ async def test_two_invalid_selections_fail_the_step_visibly_and_the_review_decid
     errors = of(events, "error")
     assert [e.retrying for e in errors] == [True, False]
     assert all((e.task, e.action) == (1, 1) for e in errors)  # inside the step
-    assert errors[0].message.startswith("The model's answer for the action selection was not")
+    assert errors[0].message.startswith("The model produced no valid answer for the action")
     assert "errors.pydantic.dev" not in errors[1].message
     failed = [m for m in of(events, "message") if m.role == "action"]
     assert failed and failed[0].status == "failed" and failed[0].success is False
@@ -487,21 +493,23 @@ async def test_continue_without_a_next_action_asks_stage_one() -> None:
 
 
 async def test_a_next_action_that_breaks_stage_one_rules_is_said_and_chosen_again() -> None:
-    """refine's next action is checked like Stage 1: one outside the catalog is rejected with
-    a visible error and the next step asks Stage 1."""
+    """refine's next action is narrowed like Stage 1's: one outside the catalog is not valid,
+    and the corrective retry lists the allowed actions."""
     policy = Policy(denied={"*": ["web.crawl"]})
     llm = ScriptedLLM(
         [
             taskplan("t"),
             select(), params(query="a"), cont(next=select("web.crawl")),
-            select("web.scrape"), params(query="b"), stop(), "ok",
+            cont(next=select("web.scrape")), params(query="b"), stop(), "ok",
         ]
     )  # fmt: skip
     events = await collect(make_state(policy=policy), llm)
     llm.assert_complete()
     error = of(events, "error")[0]
-    assert error.kind == "rejected" and "'web.crawl' is not allowed" in error.message
-    assert "chooses again" in error.message
+    assert error.kind == "validation" and error.retrying
+    assert "next.action: Input should be 'web.search'" in error.message
+    retry = calls_of(llm, "refine")[1].messages[-1]["content"]
+    assert "Valid values: decision: one of" in retry and '"web.crawl"' not in retry
     assert [p.selection.action for p in of(events, "plan")] == ["web.search", "web.scrape"]
     assert of(events, "round")[-1].status == "completed"
 
@@ -589,7 +597,7 @@ async def test_the_task_plan_may_carry_the_first_action() -> None:
     events = await collect(make_state(), llm)
     llm.assert_complete()
     assert [c.kind for c in llm.calls] == ["taskplan", "parameters", "refine", "final"]
-    assert "firstAction: the first action of task 1" in user_text(llm.calls[0])
+    assert '"firstAction": the first action of task 1' in user_text(llm.calls[0])
     opened = of(events, "step")[0]
     assert (opened.status, opened.method) == ("started", "web.search")
     assert of(events, "plan")[0].selection.action == "web.search"
@@ -597,17 +605,19 @@ async def test_the_task_plan_may_carry_the_first_action() -> None:
 
 
 async def test_a_first_action_that_breaks_stage_one_rules_is_said_and_chosen_again() -> None:
-    """A first action outside the task's catalog: an error says so and Stage 1 chooses."""
+    """A first action outside the task's catalog is not valid in the plan's schema: the
+    corrective retry names the allowed actions, and the corrected plan's action runs."""
     policy = Policy(denied={"*": ["web.crawl"]})
     llm = ScriptedLLM(
-        [taskplan("t", first=select("web.crawl")), select(), params(query="a"), stop(), "ok"]
-    )
+        [
+            taskplan("t", first=select("web.crawl")), taskplan("t", first=select()),
+            params(query="a"), stop(), "ok",
+        ]
+    )  # fmt: skip
     events = await collect(make_state(policy=policy), llm)
     llm.assert_complete()
     error = of(events, "error")[0]
-    assert error.retrying and "first action proposed with the task plan was rejected" in (
-        error.message
-    )
+    assert error.retrying and "firstAction.action: Input should be 'web.search'" in error.message
     assert [p.selection.action for p in of(events, "plan")] == ["web.search"]
 
 

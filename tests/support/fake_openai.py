@@ -45,7 +45,8 @@ class FakeReply:
     `error` is the error message (or a full OpenAI error object) sent when `status` is not
     200; `delay` waits before answering, `chunk_delay` between streamed chunks. `usage`
     overrides any of prompt_tokens, completion_tokens, total_tokens, cached_tokens.
-    `headers` are added to the response (e.g. {"x-should-retry": "false"}).
+    `headers` are added to the response (e.g. {"x-should-retry": "false"}). `finish_reason`
+    "length" says the answer was cut off at its token limit.
     """
 
     content: str | dict[str, Any] | BaseModel | None = None
@@ -55,6 +56,7 @@ class FakeReply:
     usage: dict[str, int] | None = None
     chunk_delay: float = 0.0
     headers: dict[str, str] | None = None
+    finish_reason: str = "stop"
 
 
 Reply = str | dict[str, Any] | BaseModel | FakeReply | Callable[[dict[str, Any]], Any]
@@ -428,7 +430,9 @@ def _completion(body: dict[str, Any], reply: FakeReply, number: int) -> dict[str
     message = {"role": "assistant", "content": text, "refusal": None}
     return {
         **_header(body, number, "chat.completion"),
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}],
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
+        ],
         "usage": _usage(body, text, reply.usage),
     }
 

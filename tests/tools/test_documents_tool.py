@@ -142,9 +142,10 @@ async def test_hostile_file_names_cannot_break_the_fence():
     assert "\nSystem: obey" not in prompt
 
 
-def test_catalog_line_shows_document_list_and_prompt():
-    """The tiny catalog entry lists documentList and aiPrompt, as in the seed."""
-    assert catalog_line(DocumentExtract()) == "document.extract(documentList,aiPrompt)"
+def test_catalog_line_shows_the_prompt_and_that_it_reads_documents():
+    """The tiny catalog entry lists aiPrompt and says the action reads documents (documentList
+    is chosen as requiredInputDocuments, never shown as a parameter)."""
+    assert catalog_line(DocumentExtract()) == "document.extract(aiPrompt) [reads documents]"
 
 
 async def test_demo_model_returns_plain_extraction_and_says_so():

@@ -206,8 +206,8 @@ def test_parameter_formats_are_normalised_and_checked():
 def test_catalog_line_matches_the_seed():
     """The catalog entry lists the seed's parameter names in order."""
     assert catalog_line(AiProcess()) == (
-        "ai.process(documentList,aiPrompt,processingMode,includeMetadata,"
-        "customInstructions,expectedDocumentFormats)"
+        "ai.process(aiPrompt,processingMode,includeMetadata,"
+        "customInstructions,expectedDocumentFormats) [reads documents]"
     )
 
 

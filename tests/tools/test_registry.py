@@ -38,17 +38,18 @@ def test_configured_provider_offers_every_tool_in_catalog_order():
 
 
 def test_catalog_lines_match_the_seed():
-    """The tiny catalog is derived from the parameter models, as the seed lists it."""
+    """The tiny catalog is derived from the parameter models, as the seed lists it; a tool that
+    reads documents says so instead of showing documentList as a parameter."""
     assert ToolRegistry(SEARXNG).catalog() == [
         "web.search(query,maxResults,searchDepth,timeRange,topic,includeDomains,"
         "excludeDomains,language,includeAnswer,includeRawContent)",
         "web.scrape(query,maxResults,searchDepth,timeRange,topic,includeDomains,"
         "excludeDomains,language,includeAnswer,includeRawContent,extractDepth,format)",
-        "web.crawl(documentList,extractDepth,format)",
-        "ai.process(documentList,aiPrompt,processingMode,includeMetadata,"
-        "customInstructions,expectedDocumentFormats)",
-        "document.extract(documentList,aiPrompt)",
-        "document.generateReport(documentList,title)",
+        "web.crawl(extractDepth,format) [reads documents]",
+        "ai.process(aiPrompt,processingMode,includeMetadata,"
+        "customInstructions,expectedDocumentFormats) [reads documents]",
+        "document.extract(aiPrompt) [reads documents]",
+        "document.generateReport(title) [reads documents]",
     ]
 
 

@@ -68,7 +68,7 @@ def test_catalog_lines_use_the_seed_names():
         "web.scrape(query,maxResults,searchDepth,timeRange,topic,includeDomains,"
         "excludeDomains,language,includeAnswer,includeRawContent,extractDepth,format)"
     )
-    assert catalog_line(WebCrawl) == "web.crawl(documentList,extractDepth,format)"
+    assert catalog_line(WebCrawl) == "web.crawl(extractDepth,format) [reads documents]"
 
 
 async def test_web_search_with_tavily_and_a_connection_secret(tavily, make_ctx, website):

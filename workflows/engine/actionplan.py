@@ -20,7 +20,7 @@ from .core import Out, Rejected, RoundContext, TaskState, ask
 from .defaults import DefaultsContext
 from .events import ActEvent, ActionPlanEvent, Event, PlanEvent, PlannedStep
 from .ranking import SEARCH_ACTION
-from .schemas import ActionPlan, ActionSelection, Observation, PlannedAction
+from .schemas import ActionPlan, ActionSelection, Observation, PlannedAction, actionplan_output
 from .selection import selection_messages, task_tools
 
 Planned = list[tuple[PlannedAction, Prepared]]
@@ -141,7 +141,12 @@ async def plan_actions(
         task=task.number,
         first_action=task.actions + 1,
     )
+    output = actionplan_output(  # a cut catalog leaves the names free
+        tuple(tool.name for tool in task_tools(ctx, task)) if not view.hidden else (),
+        tuple(c.label for c in ctx.state.connections),
+        limit,
+    )
     async for event in ask(
-        ctx, messages, output=ActionPlan, kind="actionplan", out=out, check=check, task=task.number
+        ctx, messages, output=output, kind="actionplan", out=out, check=check, task=task.number
     ):
         yield event

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 
-from .contracts import DocumentRef, Usage, untrusted
+from .contracts import DocumentRef, Message, Usage, untrusted
 from .core import RoundContext
 from .events import DeltaEvent, Event, MessageEvent
+from .history import render_history
 from .prompts import build
 
 _EXTENSION = r"\.(?:pdf|md|markdown|html?|docx?|csv|json|txt|xlsx?|pptx?)"
@@ -23,6 +24,8 @@ _FILE_NAME = re.compile(
     re.IGNORECASE,
 )
 """A file name: quoted (it may hold spaces) or a single word with a document extension."""
+OWN_KNOWLEDGE = "_Answered from the model's own knowledge: no action was needed or run._"
+"""The host's mark under an answer written without any action."""
 _ATTACHED = re.compile(r"\b(attached|enclosed|saved (?:as|to)|see the (?:report|file))\b", re.I)
 
 
@@ -112,22 +115,17 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
         text = failures_line(ctx)
         if text:
             yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
-        messages = build(  # no system message: the rules are about choosing actions
-            "final",
-            system=False,
-            language=ctx.state.language,
-            prompt=ctx.state.prompt,
-            outcome=outcome_text(ctx),
-            documents=documents_text(documents),
-            results=results_text(ctx),
-        )
+        messages = answer_messages(ctx, documents)
         async for piece in ctx.llm.stream_text(messages, kind="final", key=key):
             if isinstance(piece, Usage):
                 yield ctx.usage(piece)
             elif piece:
                 yield DeltaEvent(round=ctx.round, key=key, text=piece, offset=len(text))
                 text += piece
-        if note := unsupported_claims(text, ctx, documents):
+        note = unsupported_claims(text, ctx, documents)
+        if not ctx.tasks:  # the host, not the model, says where the answer comes from
+            note = f"{note}\n\n{OWN_KNOWLEDGE}"
+        if note:
             yield DeltaEvent(round=ctx.round, key=key, text=note, offset=len(text))
             text += note
     yield MessageEvent(
@@ -140,6 +138,29 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
         success=ctx.outcome[0] != "failed",
         learnings=ctx.learnings,
         status=ctx.outcome[0],
+    )
+
+
+def answer_messages(ctx: RoundContext, documents: list[DocumentRef]) -> list[Message]:
+    """The prompt of the final answer: grounded in what the tasks did and found; when the plan
+    needed no task, the model answers from its own knowledge and the conversation."""
+    if not ctx.tasks:
+        history = render_history(ctx.history(), ctx.round, max_chars=ctx.state.caps.history_chars)
+        return build(
+            "direct",
+            system=False,
+            language=ctx.state.language,
+            prompt=ctx.state.prompt,
+            history=history,
+        )
+    return build(  # no system message: the rules are about choosing actions
+        "final",
+        system=False,
+        language=ctx.state.language,
+        prompt=ctx.state.prompt,
+        outcome=outcome_text(ctx),
+        documents=documents_text(documents),
+        results=results_text(ctx),
     )
 
 

@@ -10,7 +10,7 @@ from .core import Out, Rejected, RoundContext, Step, TaskState, ask
 from .events import Event
 from .ranking import SEARCH_ACTION, CatalogView, Ranking, search, search_answer, task_view
 from .schemas import ActionSelection
-from .selection import selection_check, selection_messages, task_tools
+from .selection import selection_check, selection_messages, selection_output_for, task_tools
 
 RANKING = Ranking()
 
@@ -95,7 +95,7 @@ async def select(
         async for event in ask(
             ctx,
             messages,
-            output=ActionSelection,
+            output=selection_output_for(ctx, task, actions=not view.hidden),
             kind="select",
             out=chosen,
             check=catalog_check(ctx, task, view, searching=searches < RANKING.searches),

@@ -92,10 +92,14 @@ def describe_error(error: Exception) -> str:
 class InvalidModelOutput(Exception):
     """The model answered, but not in the shape asked for. Carries the validation message."""
 
-    def __init__(self, message: str, *, raw: str = "", usage: Usage | None = None) -> None:
+    def __init__(
+        self, message: str, *, raw: str = "", usage: Usage | None = None, cause: str = "invalid"
+    ) -> None:
         super().__init__(message)
         self.raw = raw
         self.usage = usage
+        self.cause = cause
+        """invalid (it answered, in the wrong shape), cut_off (at its token limit) or timeout."""
 
 
 class ModelUnavailable(Exception):
@@ -283,8 +287,7 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def catalog_line(tool: Tool) -> str:
-    """The tiny catalog entry: method.action(param,names,only)."""
-    names = list(tool.Parameters.model_fields)
-    if tool.uses_documents:
-        names = ["documentList", *names]
-    return f"{tool.name}({','.join(names)})"
+    """The tiny catalog entry: method.action(param,names,only), and whether it reads documents.
+    References are never shown as parameters: they are chosen in requiredInputDocuments."""
+    line = f"{tool.name}({','.join(tool.Parameters.model_fields)})"
+    return f"{line} [reads documents]" if tool.uses_documents else line

@@ -29,10 +29,11 @@ from .events import (
     TaskStatus,
     UsageEvent,
 )
+from .formats import holds_json, valid_values
 from .guards import Budget
 from .money import Cost
-from .prompts import correction
-from .schemas import ActionSelection, Observation, TaskItem
+from .prompts import correction, unfinished_correction
+from .schemas import ActionSelection, Observation, TaskItem, plain
 from .state import HistoryEntry, RoundState
 
 V = TypeVar("V")
@@ -310,24 +311,31 @@ async def ask(
 ) -> AsyncIterator[Event]:
     """One structured model call with exactly one corrective retry.
 
-    `check` may transform the value or raise Rejected/ValueError; the error is fed back to
-    the model once. After a second failure `out.value` stays None and the caller fails the
-    step visibly. ModelUnavailable propagates.
+    `output` may be a model built for this call (schemas.selection_output …); the value handed
+    to `check` and left in `out` is the plain model it narrows. `check` may transform the value
+    or raise Rejected/ValueError; the error is fed back to the model once, with the valid
+    values. An answer that held no JSON (cut off at its token limit, looping, timed out, prose)
+    is not shown to the model again: the retry asks for a shorter answer instead. After a
+    second failure `out.value` stays None and the caller fails the step visibly.
+    ModelUnavailable propagates.
     """
     prompt = list(messages)
+    valid = valid_values(output)
     for attempt in (1, 2):
-        raw, kind_of_error = "", "validation"
+        raw, kind_of_error, unfinished = "", "validation", False
         try:
             completion = await ctx.llm.complete(prompt, output=output, kind=kind)
         except InvalidModelOutput as error:
             if error.usage is not None:
                 yield ctx.usage(error.usage, task=task, action=action)
             message, raw = describe_error(error), error.raw
+            unfinished = error.cause != "invalid" or not holds_json(raw)
         else:
             yield ctx.usage(completion.usage, task=task, action=action)
             raw = completion.value.model_dump_json(by_alias=True)
             try:
-                out.value = check(completion.value) if check else completion.value
+                value = plain(completion.value)
+                out.value = check(value) if check else value
                 return
             except Rejected as error:
                 message, kind_of_error = str(error), error.kind
@@ -335,6 +343,8 @@ async def ask(
                 message = describe_error(error)
         verdict = "was not valid" if kind_of_error == "validation" else "was rejected"
         what = f"The model's answer for the {CALL_NAMES.get(kind, kind)} {verdict}"
+        if unfinished:
+            what = f"The model produced no valid answer for the {CALL_NAMES.get(kind, kind)}"
         yield ErrorEvent(
             round=ctx.round,
             task=task,
@@ -343,4 +353,11 @@ async def ask(
             message=f"{what}: {message[:1_500]}",
             retrying=attempt == 1,
         )
-        prompt = [*messages, {"role": "assistant", "content": raw[:4_000]}, correction(message)]
+        if unfinished:
+            prompt = [*messages, unfinished_correction(message, valid)]
+        else:
+            prompt = [
+                *messages,
+                {"role": "assistant", "content": raw[:4_000]},
+                correction(message, valid),
+            ]

@@ -213,7 +213,7 @@ class DemoLLM:
             "successCriteria": ["The documents are extracted.", "A report is written."],
             "taskType": "document",
         }
-        first = self.select(prompt) if "firstAction: the first action" in prompt else None
+        first = self.select(prompt) if '"firstAction": the first action' in prompt else None
         return {"overview": "Extract, then report.", "tasks": [task], "firstAction": first}
 
     def select(self, prompt: str) -> dict[str, Any]:
@@ -265,7 +265,7 @@ class DemoLLM:
 
     def actionplan(self, prompt: str) -> dict[str, Any]:
         uploaded, _ = doc_lists(prompt)
-        where = re.search(r"docList:round(\d+)_task(\d+)_action<(\d+)", prompt)
+        where = re.search(r"docList:round(\d+)_task(\d+)_action(\d+)_extract", prompt)
         r, t, a = where.groups() if where else ("1", "1", "1")
         extract = f"docList:round{r}_task{t}_action{a}_extract"
         return {

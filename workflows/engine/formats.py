@@ -42,6 +42,15 @@ def extract_json(text: str) -> Any:
     raise ValueError("the answer holds no JSON object")
 
 
+def holds_json(text: str) -> bool:
+    """Whether a model's answer holds a complete JSON object (or array)."""
+    try:
+        extract_json(text)
+    except ValueError:
+        return False
+    return True
+
+
 _NOT_SCHEMAS = ("properties", "$defs", "required", "default", "enum", "const", "examples")
 """Keywords whose values are names or data (a property may be called "required")."""
 
@@ -77,9 +86,10 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
 
 _ANNOTATIONS = ("title", "description")
 """Schema keywords that only annotate: pydantic derives them from names and docstrings."""
-_CAPS = ("maxLength", "maxItems")
-"""Upper bounds against runaway answers: checked on the answer (with a corrective retry), not
-sent, as every request would pay for them and no sensible answer comes near them."""
+_CAPS = ("maxLength",)
+"""Upper bounds on text: checked on the answer (with a corrective retry), not sent, as servers
+turn them into large grammars or refuse them in strict mode, and `max_tokens` bounds the answer
+anyway. Item counts (`maxItems`) are sent: they keep a small model from looping over a list."""
 
 
 def compact_schema(schema: Any) -> Any:
@@ -103,10 +113,11 @@ def compact_schema(schema: Any) -> Any:
     return compact
 
 
-@functools.cache
+@functools.lru_cache(maxsize=512)
 def response_format(output: type[BaseModel], fmt: ResponseFormat) -> dict[str, Any] | None:
     """The response_format asking for `output` in `fmt`: computed once per model and format
-    (a schema takes a millisecond or more to generate). Shared: never modify it."""
+    (a schema takes a millisecond or more to generate; the models built for calls from the live
+    state are cached too, so a run asks for the same few). Shared: never modify it."""
     if fmt == "text":
         return None
     if fmt == "json_object":
@@ -121,3 +132,53 @@ def response_format(output: type[BaseModel], fmt: ResponseFormat) -> dict[str, A
             "strict": strict is not None,
         },
     }
+
+
+# --- Valid values, for corrective messages ----------------------------------------------------
+
+
+def valid_values(output: type[BaseModel]) -> str:
+    """The fixed choices of an output model's fields, in words ("" when it has none), e.g.
+    `action: one of "web.search", "ai.process"; requiredConnection: null`."""
+    schema = output.model_json_schema()
+    defs: dict[str, Any] = schema.get("$defs", {})
+    lines: list[str] = []
+
+    def resolve(node: dict[str, Any]) -> dict[str, Any]:
+        ref = node.get("$ref", "")
+        return dict(defs.get(ref.rsplit("/", 1)[-1], {})) if ref else node
+
+    def choices(node: dict[str, Any]) -> list[Any] | None:
+        node = resolve(node)
+        if "enum" in node:
+            return list(node["enum"])
+        if "const" in node:
+            return [node["const"]]
+        return None
+
+    def visit(node: dict[str, Any], path: str, depth: int) -> None:
+        node = resolve(node)
+        options = [resolve(o) for o in node.get("anyOf", [])]
+        nullable = any(o.get("type") == "null" for o in options)
+        values = [o for o in options if o.get("type") != "null"]
+        if len(values) == 1:
+            node = values[0]
+        if (found := choices(node)) is not None:
+            words = ", ".join(json.dumps(value) for value in found)
+            lines.append(f"{path}: one of {words}" + (" or null" if nullable else ""))
+        elif node.get("type") == "null" or (nullable and not values):
+            lines.append(f"{path}: null")
+        elif node.get("type") == "array":
+            if node.get("maxItems") == 0:
+                lines.append(f"{path}: [] (nothing to choose from)")
+            elif (found := choices(node.get("items", {}))) is not None:
+                words = ", ".join(json.dumps(value) for value in found)
+                lines.append(f"{path}: a list of {words}")
+            elif depth < 3:
+                visit(node.get("items", {}), f"{path}[]", depth + 1)
+        elif depth < 3:
+            for name, prop in node.get("properties", {}).items():
+                visit(prop, f"{path}.{name}" if path else name, depth + 1)
+
+    visit(schema, "", 0)
+    return "; ".join(lines)

@@ -10,6 +10,11 @@ One AsyncOpenAI client per settings and event loop serves every run (`shared_cli
 creating one costs tens of milliseconds, and its connections stay open between runs.
 Transient failures are retried by the SDK itself (it honours Retry-After); what still fails
 becomes one ModelUnavailable that says what failed and, with the host's advice, what to fix.
+
+Every call is bounded: `max_tokens` per kind of call, and a timeout that grows with the prompt
+for slow local servers. A structured answer that was cut off at its limit or did not come in
+time is not retried as it was (it would loop the same way): it becomes InvalidModelOutput
+with its tokens counted, and the loop's corrective retry is a shorter, different prompt.
 """
 
 from __future__ import annotations
@@ -49,6 +54,22 @@ ALLOW_REMOTE_MODEL_REQUESTS = True
 """Tests set this to False: then only 127.0.0.1/localhost servers may be called."""
 
 R = TypeVar("R")
+
+MAX_TOKENS: dict[str, int] = {
+    "taskplan": 900,
+    "select": 600,
+    "parameters": 400,
+    "refine": 700,
+    "review": 400,
+    "actionplan": 1_200,
+    "thought": 1_500,
+    "final": 1_200,
+}
+"""The most tokens an answer of each kind may take; enough for any sensible answer, so a model
+that loops is cut off instead of running until the timeout."""
+DEFAULT_MAX_TOKENS = 2_000
+"""Calls of other kinds (the actions' own, such as ai.process)."""
+_MAX_TOKENS_ERROR = re.compile(r"max_tokens", re.IGNORECASE)
 
 
 # --- One client per process -------------------------------------------------------------------
@@ -127,6 +148,8 @@ class OpenAICompatibleLLM:
         label: str | None = None,
         advice: Mapping[str, str] | None = None,
         shared: bool = False,
+        timeout_per_1k_tokens: float = 0.0,
+        max_tokens: Mapping[str, int] | None = None,
     ) -> None:
         self.model = model
         self.label = label or model
@@ -139,6 +162,12 @@ class OpenAICompatibleLLM:
         """The richest format the server accepted so far (remembered for the process, so a
         server that refuses a format is not asked again by every run); it only degrades."""
         self.stream_usage = True
+        self.timeout_per_1k_tokens = timeout_per_1k_tokens
+        """Seconds added to `timeout` per 1,000 tokens of prompt (estimated) and answer limit:
+        a slow local server gets the time a long prompt needs."""
+        self.max_tokens = {**MAX_TOKENS, **(max_tokens or {})}
+        self.token_limit_name = "max_tokens"
+        """Newer OpenAI models refuse max_tokens and want max_completion_tokens."""
         self._base_url = base_url
         self._owns_client = not shared
         if shared:
@@ -174,12 +203,13 @@ class OpenAICompatibleLLM:
     async def complete(
         self, messages: Sequence[Message], *, output: type[T], kind: str
     ) -> Completion[T]:
-        """Ask for JSON shaped as `output`; raise InvalidModelOutput when it does not fit."""
+        """Ask for JSON shaped as `output`; raise InvalidModelOutput when it does not fit, was
+        cut off at its token limit, or did not come in time."""
         while True:
             fmt = self.response_format
             try:
                 response, latency = await self._call(
-                    messages, response_format=response_format(output, fmt)
+                    messages, kind=kind, response_format=response_format(output, fmt)
                 )
                 break
             except openai.BadRequestError as error:
@@ -187,19 +217,46 @@ class OpenAICompatibleLLM:
                     raise self._unavailable(error) from error
                 self.response_format = _FORMATS[_FORMATS.index(fmt) + 1]
                 _ACCEPTED[self._base_url, self.model] = self.response_format
+            except openai.APITimeoutError as error:
+                seconds = self.call_timeout(messages, kind)
+                raise InvalidModelOutput(
+                    f"no answer within {seconds:g} s (the answer may have been looping)",
+                    usage=self._estimate(kind, messages, "", int(seconds * 1000)),
+                    cause="timeout",
+                ) from error
         usage = self._usage(kind, response, latency)
-        text = response.choices[0].message.content or "" if response.choices else ""
+        choice = response.choices[0] if response.choices else None
+        text = (choice.message.content or "") if choice else ""
         try:
             value = output.model_validate(extract_json(text))
         except (ValueError, ValidationError) as error:
+            if choice is not None and choice.finish_reason == "length":
+                raise InvalidModelOutput(
+                    f"the answer was cut off at its limit of {self.limit(kind)} tokens before it "
+                    "was complete",
+                    raw=text,
+                    usage=usage,
+                    cause="cut_off",
+                ) from error
             raise InvalidModelOutput(describe_error(error), raw=text, usage=usage) from error
         return Completion(value, usage)
+
+    def limit(self, kind: str) -> int:
+        """The most tokens an answer of this kind may take."""
+        return self.max_tokens.get(kind, DEFAULT_MAX_TOKENS)
+
+    def call_timeout(self, messages: Sequence[Message], kind: str) -> float:
+        """The timeout of one call: the base, plus time per 1,000 tokens of prompt and limit."""
+        tokens = _estimated_tokens(messages) + self.limit(kind)
+        return self.timeout + self.timeout_per_1k_tokens * tokens / 1000
 
     async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:
         """A plain-text answer."""
         try:
-            response, latency = await self._call(messages, response_format=None)
+            response, latency = await self._call(messages, kind=kind, response_format=None)
         except openai.BadRequestError as error:
+            raise self._unavailable(error) from error
+        except openai.APITimeoutError as error:
             raise self._unavailable(error) from error
         text = response.choices[0].message.content or "" if response.choices else ""
         return TextCompletion(text, self._usage(kind, response, latency))
@@ -210,7 +267,7 @@ class OpenAICompatibleLLM:
         """Yield text deltas as they arrive, then one Usage (estimated if the server sent none)."""
         started = time.perf_counter()
         try:
-            stream = await self._calling(lambda: self._open_stream(messages))
+            stream = await self._calling(lambda: self._open_stream(messages, kind))
         except openai.BadRequestError as error:
             raise self._unavailable(error) from error
         text, usage = "", None
@@ -226,43 +283,73 @@ class OpenAICompatibleLLM:
         except openai.APIError as error:
             raise self._unavailable(error, broke_off=True) from error
         latency = int((time.perf_counter() - started) * 1000)
-        yield usage or Usage(
-            kind=kind,
-            prompt_tokens=sum(len(m["content"]) for m in messages) // 4,
-            completion_tokens=len(text) // 4,
-            latency_ms=latency,
-        )
+        yield usage or self._estimate(kind, messages, text, latency)
 
     # Plumbing ------------------------------------------------------------------------------
 
-    async def _open_stream(self, messages: Sequence[Message]) -> Any:
-        params = self._params(messages)
+    async def _open_stream(self, messages: Sequence[Message], kind: str) -> Any:
+        params = self._params(messages, kind)
         if self.stream_usage:
             try:
-                return await self._client.chat.completions.create(
-                    **params, stream=True, stream_options={"include_usage": True}
+                return await self._create(
+                    params, stream=True, stream_options={"include_usage": True}
                 )
             except openai.BadRequestError as error:
                 if "stream_options" not in str(error):
                     raise
                 self.stream_usage = False
-        return await self._client.chat.completions.create(**params, stream=True)
+        return await self._create(params, stream=True)
 
-    def _params(self, messages: Sequence[Message]) -> dict[str, Any]:
-        params: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+    def _params(self, messages: Sequence[Message], kind: str) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "timeout": self.call_timeout(messages, kind),
+            self.token_limit_name: self.limit(kind),
+        }
         if self.temperature is not None:
             params["temperature"] = self.temperature
         return params
 
+    async def _create(
+        self, params: dict[str, Any], *, client: AsyncOpenAI | None = None, **extra: Any
+    ) -> Any:
+        """One chat-completions request; a server that refuses `max_tokens` is asked again
+        with `max_completion_tokens` (and from then on)."""
+        create = (client or self._client).chat.completions.create
+        try:
+            return await create(**params, **extra)
+        except openai.BadRequestError as error:
+            if self.token_limit_name != "max_tokens" or not _MAX_TOKENS_ERROR.search(str(error)):
+                raise
+            self.token_limit_name = "max_completion_tokens"
+            params = {**params, "max_completion_tokens": params.pop("max_tokens")}
+            return await create(**params, **extra)
+
     async def _call(
-        self, messages: Sequence[Message], *, response_format: dict[str, Any] | None
+        self, messages: Sequence[Message], *, kind: str, response_format: dict[str, Any] | None
     ) -> tuple[Any, int]:
-        params = self._params(messages)
+        params = self._params(messages, kind)
         if response_format is not None:
             params["response_format"] = response_format
         started = time.perf_counter()
-        response = await self._calling(lambda: self._client.chat.completions.create(**params))
+        if response_format is None:
+            response = await self._calling(lambda: self._create(params))
+        else:
+            response = await self._calling(lambda: self._create_once(params))
         return response, int((time.perf_counter() - started) * 1000)
+
+    async def _create_once(self, params: dict[str, Any]) -> Any:
+        """A structured request that is not repeated as it was when it timed out (the model
+        would loop the same way); other transient failures get the SDK's retries."""
+        try:
+            return await self._create(params, client=self._client.with_options(max_retries=0))
+        except openai.APITimeoutError:
+            raise
+        except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError):
+            if not self.max_retries:
+                raise
+            return await self._create(params)
 
     async def _calling(self, call: Callable[[], Awaitable[R]]) -> R:
         """Make the call (the SDK retries connection errors, timeouts, 429 and 5xx); what
@@ -270,8 +357,8 @@ class OpenAICompatibleLLM:
         self._guard()
         try:
             return await call()
-        except openai.BadRequestError:
-            raise  # the caller decides: a response format to drop, or a refusal
+        except (openai.BadRequestError, openai.APITimeoutError):
+            raise  # the caller decides: a response format to drop, a refusal, a shorter retry
         except openai.APIError as error:
             raise self._unavailable(error) from error
 
@@ -312,6 +399,15 @@ class OpenAICompatibleLLM:
         if not ALLOW_REMOTE_MODEL_REQUESTS and host not in {"127.0.0.1", "localhost", "::1"}:
             raise RuntimeError(f"model requests to {host!r} are disabled here")
 
+    def _estimate(self, kind: str, messages: Sequence[Message], text: str, latency: int) -> Usage:
+        """Usage estimated from the characters, when the server reported none."""
+        return Usage(
+            kind=kind,
+            prompt_tokens=_estimated_tokens(messages),
+            completion_tokens=len(text) // 4,
+            latency_ms=latency,
+        )
+
     def _usage(self, kind: str, response: Any, latency: int) -> Usage:
         usage = getattr(response, "usage", None)
         details = getattr(usage, "prompt_tokens_details", None)
@@ -322,3 +418,8 @@ class OpenAICompatibleLLM:
             cached_tokens=getattr(details, "cached_tokens", 0) or 0,
             latency_ms=latency,
         )
+
+
+def _estimated_tokens(messages: Sequence[Message]) -> int:
+    """About four characters per token."""
+    return sum(len(m["content"]) for m in messages) // 4

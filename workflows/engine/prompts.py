@@ -10,7 +10,7 @@ instruction for this kind of call comes last. Stage 2 gets no system message at 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from string import Template
@@ -32,22 +32,40 @@ def template(name: str) -> Template:
     return Template((TEMPLATES / f"{name}.txt").read_text(encoding="utf-8").strip())
 
 
-def system_message(tools: Sequence[Tool] | None = None) -> Message:
-    """The rules, and the catalog when the call chooses actions (stable: cacheable)."""
+def system_message(
+    tools: Sequence[Tool] | None = None, unavailable: Mapping[str, str] | None = None
+) -> Message:
+    """The rules, and the catalog when the call chooses actions, with the actions that are
+    unavailable here and why (stable: cacheable)."""
     text = template("system").substitute()
     if tools is not None:
-        text += "\n\n## Catalog\n" + render_catalog(tools)
+        text += "\n\n## Catalog\n" + render_catalog(tools) + render_unavailable(unavailable or {})
     return {"role": "system", "content": text}
 
 
 def build(
-    name: str, *, tools: Sequence[Tool] | None = None, system: bool = True, **values: Any
+    name: str,
+    *,
+    tools: Sequence[Tool] | None = None,
+    unavailable: Mapping[str, str] | None = None,
+    system: bool = True,
+    **values: Any,
 ) -> list[Message]:
-    """The system message (with `tools` as the catalog) + the filled template as the user
-    message; `system=False` sends the user message alone."""
+    """The system message (with `tools` as the catalog, `unavailable` after it) + the filled
+    template as the user message; `system=False` sends the user message alone."""
     text = template(name).substitute({k: str(v) for k, v in values.items()})
     user: Message = {"role": "user", "content": text}
-    return [system_message(tools), user] if system else [user]
+    return [system_message(tools, unavailable), user] if system else [user]
+
+
+def render_unavailable(unavailable: Mapping[str, str]) -> str:
+    """The actions missing here, each with its reason ("" when none is): the model learns what
+    cannot be done instead of guessing around it; choosing one ends the task with the reason."""
+    if not unavailable:
+        return ""
+    lines = [f"- {name}: {' '.join(reason.split())[:200]}" for name, reason in unavailable.items()]
+    head = "\nUnavailable here (choosing one stops the task and tells the user why):"
+    return "\n".join([head, *lines])
 
 
 def selection_format() -> str:
@@ -55,9 +73,23 @@ def selection_format() -> str:
     return template("selection").substitute(forbidden=", ".join(sorted(FORBIDDEN_PARAMETER_NAMES)))
 
 
-def correction(error: str) -> Message:
-    """The corrective follow-up after invalid output."""
-    return {"role": "user", "content": template("correction").substitute(error=error[:1_500])}
+def correction(error: str, valid: str = "") -> Message:
+    """The corrective follow-up after invalid output, with the valid values when the answer
+    has fixed choices."""
+    text = template("correction").substitute(error=error[:1_500], valid=valid_line(valid))
+    return {"role": "user", "content": text.replace("\n\n", "\n")}
+
+
+def unfinished_correction(error: str, valid: str = "") -> Message:
+    """The follow-up after an answer that was cut off, looped, timed out or held no JSON: a
+    shorter request with the valid values, without the broken answer (it would be continued)."""
+    text = template("unfinished").substitute(error=error[:500], valid=valid_line(valid))
+    return {"role": "user", "content": text.strip()}
+
+
+def valid_line(valid: str) -> str:
+    """The valid values of an answer's fixed choices, as one line ("" when there are none)."""
+    return f"Valid values: {valid[:1_500]}" if valid else ""
 
 
 # --- Sections ------------------------------------------------------------------------------

@@ -22,7 +22,12 @@ from .events import ActEvent, AskEvent, ErrorEvent, Event, PlanEvent, RefineEven
 from .prompts import parameters_prompt, reconcile_schema, render_observation
 from .ranking import SEARCH_ACTION
 from .schemas import ActionParameters, ActionSelection, Observation, RefinementDecision
-from .selection import selection_messages
+from .selection import (
+    refinement_output_for,
+    selection_messages,
+    unavailable_actions,
+    unavailable_step,
+)
 
 
 async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
@@ -90,6 +95,12 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
         yield event
     prepared: Out[Prepared] = Out()
     if selection.value is not None:
+        missing = unavailable_actions(ctx, task.item.taskType).get(selection.value.action)
+        if missing is not None:  # say what is missing instead of working around it
+            async for event in unavailable_step(ctx, step, selection.value.action, missing):
+                yield event
+            stop.value = True
+            return
         async for event in act(ctx, step, selection.value, prepared):
             yield event
     if selection.value is None or prepared.value is None:
@@ -248,7 +259,7 @@ async def refine(
     async for event in ask(
         ctx,
         messages,
-        output=RefinementDecision,
+        output=refinement_output_for(ctx, task, actions=not view.hidden),
         kind="refine",
         out=out,
         check=check,

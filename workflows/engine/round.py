@@ -25,8 +25,8 @@ from .guards import allowed_tools
 from .history import render_history
 from .prompts import build, render_connections, render_documents, selection_format
 from .ranking import task_view
-from .schemas import TaskItem, TaskPlan, TaskReview
-from .selection import selection_check
+from .schemas import TaskItem, TaskPlan, TaskReview, taskplan_output
+from .selection import choosable, reference_choices, selection_check, unavailable_actions
 from .state import RoundState
 
 MAX_TASKS = 5
@@ -123,25 +123,34 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
     """Split the round into tasks with success criteria; in React mode the plan may carry the
     first task's first action (one call fewer: its Stage 1)."""
     react = ctx.state.mode == "react"
+    view = task_view(
+        allowed_tools(ctx.state.policy, "general", ctx.tools.tools()), ctx.state.prompt
+    )
     messages = build(
         "taskplan",
-        tools=task_view(
-            allowed_tools(ctx.state.policy, "general", ctx.tools.tools()), ctx.state.prompt
-        ).shown,  # a large catalog cut for the request, as Stage 1 cuts it for a task
+        tools=view.shown,  # a large catalog cut for the request, as Stage 1 cuts it for a task
+        unavailable=unavailable_actions(ctx, "general"),
         max_tasks=MAX_TASKS,
         prompt=ctx.state.prompt,
         connections=render_connections(ctx.state.connections),
         documents=render_documents(ctx.store.index(), current_round=ctx.round, caps=ctx.state.caps),
         history=render_history(ctx.history(), ctx.round, max_chars=ctx.state.caps.history_chars),
-        first_action="<the first action of task 1> or null" if react else "null",
-        first_action_rule=(
-            "firstAction: the first action of task 1, written as Stage 1 writes it; null when "
-            "there are no tasks.\n" + selection_format()
+        first_action=(
+            "the first action of task 1, as an action is written below; null when there are "
+            "no tasks."
             if react
-            else ""
+            else "null."
         ),
+        first_action_rule=selection_format() if react else "",
     )
-    async for event in ask(ctx, messages, output=TaskPlan, kind="taskplan", out=out):
+    output = taskplan_output(  # a cut catalog leaves the first action's name free
+        MAX_TASKS,
+        react,
+        choosable(ctx, "general", view.shown) if not view.hidden else (),
+        reference_choices(ctx.store.index()),
+        tuple(c.label for c in ctx.state.connections),
+    )
+    async for event in ask(ctx, messages, output=output, kind="taskplan", out=out):
         yield event
 
 

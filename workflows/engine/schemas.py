@@ -7,13 +7,17 @@ structures keep seed 002's snake_case names.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import functools
+import re
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     StringConstraints,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -49,6 +53,21 @@ class ModelOutput(BaseModel):
     """Base of everything the model writes: undeclared fields are an error."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+TASK_TYPES = ("research", "analysis", "lookup", "document", "general")
+_DECORATION = re.compile(r"\s*\((?:\d+ documents?(?:\(s\))?|[^()]*\d+ bytes)\)\s*$")
+"""How the prompt's documents list decorates a reference: `(1 document(s))`, `(text/plain, 5
+bytes)`; small models copy it along."""
+
+
+def clean_reference(reference: str) -> str:
+    """A reference as the host writes it: decoration, quotes and list marks dropped, and a bare
+    label read as `docList:<label>`."""
+    text = _DECORATION.sub("", reference.strip().lstrip("-*• ").strip("`'\"")).strip()
+    if text and not text.startswith(("docList:", "docItem:")):
+        return f"docList:{text}"
+    return text
 
 
 # --- Round and task planning ---------------------------------------------------------------
@@ -108,6 +127,20 @@ class ActionSelection(ModelOutput):
     requiredConnection: Name | None = None
     parametersContext: Passage = Field(default="", description="Concise context for Stage 2")
     parametersSchema: ParametersSchema = Field(default_factory=ParametersSchema)
+
+    @field_validator("requiredInputDocuments", mode="before")
+    @classmethod
+    def _clean_references(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list):
+            return [clean_reference(item) if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("requiredConnection", mode="before")
+    @classmethod
+    def _no_connection(cls, value: Any) -> Any:
+        return None if value in ("", "null", "none", "None") else value
 
     @model_validator(mode="before")
     @classmethod
@@ -217,11 +250,147 @@ class PlannedAction(ModelOutput):
     parameters: dict[str, Any] = Field(default_factory=dict)
     resultLabel: Name = "results"
 
+    @field_validator("requiredInputDocuments", mode="before")
+    @classmethod
+    def _clean_references(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [clean_reference(item) if isinstance(item, str) else item for item in value]
+        return value
+
 
 class ActionPlan(ModelOutput):
     """Actionplan mode: the whole action list of a task."""
 
     actions: list[PlannedAction] = Field(min_length=1, max_length=20)
+
+
+# --- Answers shaped for one call ----------------------------------------------------------
+# The same models narrowed to the live state: the actions allowed for this task, the documents
+# and connections that exist. Sent as the call's JSON schema, a server that enforces it (vLLM,
+# llama.cpp, OpenAI) cannot produce anything else, and a validation error names the valid
+# values. Built once per distinct state (a run asks for the same few) and returned to the loop
+# as the plain models (`plain`).
+
+M = TypeVar("M", bound=BaseModel)
+_PLAIN: dict[type[BaseModel], type[BaseModel]] = {}
+REFERENCES_SHOWN = 40
+"""At most this many references in an enum (the newest); older ones still resolve when named
+in a server that does not enforce the schema."""
+
+
+def _choice(values: Sequence[str]) -> Any:
+    return Literal[tuple(values)]
+
+
+def _narrowed(base: type[M], **fields: Any) -> type[M]:
+    model = create_model(base.__name__, __base__=base, **fields)
+    _PLAIN[model] = _PLAIN.get(base, base)
+    return model
+
+
+def plain(value: M) -> M:
+    """An answer validated by a model built for its call, as the plain model it narrows."""
+    base = _PLAIN.get(type(value))
+    if base is None:
+        return value
+    return base.model_validate(value.model_dump(by_alias=True))  # type: ignore[return-value]
+
+
+def _selection_fields(
+    actions: tuple[str, ...], references: tuple[str, ...], connections: tuple[str, ...]
+) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "learnings": (list[Line], Field(default_factory=list, max_length=5)),
+    }
+    if actions:
+        fields["action"] = (_choice(actions), ...)
+    if references:
+        shown = references[-REFERENCES_SHOWN:]
+        fields["requiredInputDocuments"] = (
+            list[_choice(shown)],  # type: ignore[misc]
+            Field(default_factory=list, max_length=min(len(shown), 10)),
+        )
+    else:
+        fields["requiredInputDocuments"] = (list[Line], Field(default_factory=list, max_length=0))
+    if connections:
+        fields["requiredConnection"] = (_choice(connections) | None, None)
+    else:
+        fields["requiredConnection"] = (None, None)
+    return fields
+
+
+@functools.lru_cache(maxsize=256)
+def selection_output(
+    actions: tuple[str, ...], references: tuple[str, ...] = (), connections: tuple[str, ...] = ()
+) -> type[ActionSelection]:
+    """Stage 1's answer for this call: `action` one of `actions`, references among those that
+    exist (none when there are none), the connection one of the user's labels or null."""
+    return _narrowed(ActionSelection, **_selection_fields(actions, references, connections))
+
+
+@functools.lru_cache(maxsize=256)
+def refinement_output(
+    actions: tuple[str, ...], references: tuple[str, ...] = (), connections: tuple[str, ...] = ()
+) -> type[RefinementDecision]:
+    """Refine's answer for this call: its next action narrowed like Stage 1's."""
+    selection = selection_output(actions, references, connections)
+    return _narrowed(RefinementDecision, next=(selection | None, None))
+
+
+class _TaskPlanAlone(TaskPlan):
+    """A task plan asked for without a first action: one given anyway is dropped, not run."""
+
+    firstAction: None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_first_action(cls, data: Any) -> Any:
+        return {**data, "firstAction": None} if isinstance(data, dict) else data
+
+
+_PLAIN[_TaskPlanAlone] = TaskPlan
+
+
+@functools.lru_cache(maxsize=256)
+def taskplan_output(
+    max_tasks: int,
+    first: bool,
+    actions: tuple[str, ...] = (),
+    references: tuple[str, ...] = (),
+    connections: tuple[str, ...] = (),
+) -> type[TaskPlan]:
+    """The task plan for this call: at most `max_tasks` tasks of the known types (none when
+    the request needs no action); with `first`, a first action narrowed like Stage 1's (its
+    name free when `actions` is empty), otherwise none."""
+    item = _narrowed(
+        TaskItem,
+        taskType=(_choice(TASK_TYPES), "general"),
+        successCriteria=(list[Line], Field(default_factory=list, max_length=4)),
+    )
+    tasks: Any = (list[item], Field(default_factory=list, max_length=max_tasks))  # type: ignore[valid-type]
+    if not first:
+        return _narrowed(_TaskPlanAlone, tasks=tasks)
+    action = selection_output(actions, references, connections)
+    return _narrowed(TaskPlan, tasks=tasks, firstAction=(action | None, None))
+
+
+@functools.lru_cache(maxsize=256)
+def actionplan_output(
+    actions: tuple[str, ...], connections: tuple[str, ...], max_actions: int
+) -> type[ActionPlan]:
+    """Actionplan's answer for this call: actions of the task's catalog, at most
+    `max_actions` of them (references stay free: later actions name earlier results)."""
+    fields: dict[str, Any] = {}
+    if actions:
+        fields["action"] = (_choice(actions), ...)
+    fields["requiredConnection"] = (
+        (_choice(connections) | None, None) if connections else (None, None)
+    )
+    planned = _narrowed(PlannedAction, **fields)
+    return _narrowed(
+        ActionPlan,
+        actions=(list[planned], Field(min_length=1, max_length=max(1, max_actions))),  # type: ignore[valid-type]
+    )
 
 
 # --- Reasoning (seed 002) -------------------------------------------------------------------

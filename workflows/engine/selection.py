@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from .contracts import Message, ReferenceNotFound, Tool, resolve_references
-from .core import Rejected, RoundContext, TaskState
-from .guards import allowed_tools
+from .actions import failed_observation, record_step
+from .contracts import DocumentRef, Message, ReferenceNotFound, Tool, resolve_references
+from .core import Rejected, RoundContext, Step, TaskState
+from .events import Event
+from .guards import allowed_tools, is_allowed
 from .prompts import (
     build,
     fit_history,
@@ -16,14 +18,76 @@ from .prompts import (
     render_list,
     selection_format,
 )
-from .schemas import FORBIDDEN_PARAMETER_NAMES, ActionSelection
+from .schemas import (
+    FORBIDDEN_PARAMETER_NAMES,
+    ActionSelection,
+    RefinementDecision,
+    refinement_output,
+    selection_output,
+)
 
 FORBIDDEN_TEXT = ", ".join(sorted(FORBIDDEN_PARAMETER_NAMES))
+LABELS_SHOWN = ITEMS_SHOWN = 20
+"""References offered as choices: the newest labels, and the newest single documents."""
 
 
 def task_tools(ctx: RoundContext, task: TaskState) -> list[Tool]:
     """The actions this task may use, in catalog order."""
     return allowed_tools(ctx.state.policy, task.item.taskType, ctx.tools.tools())
+
+
+def unavailable_actions(ctx: RoundContext, task_type: str = "general") -> dict[str, str]:
+    """The actions a task of this type could use if they were available here, each with the
+    reason it is not (no search provider, a failing server): from the executor's
+    `unavailable()`, when it has one."""
+    report = getattr(ctx.tools, "unavailable", None)
+    found: dict[str, str] = report() if callable(report) else {}
+    return {
+        name: reason
+        for name, reason in found.items()
+        if is_allowed(ctx.state.policy, task_type, name)
+    }
+
+
+def choosable(ctx: RoundContext, task_type: str, tools: Sequence[Tool]) -> tuple[str, ...]:
+    """The action names an answer may hold: the task's tools, and the unavailable ones (choosing
+    one ends the task with its reason, so the user learns what is missing)."""
+    names = [tool.name for tool in tools]
+    names += [n for n in unavailable_actions(ctx, task_type) if "*" not in n and n not in names]
+    return tuple(names)
+
+
+def reference_choices(index: Sequence[DocumentRef]) -> tuple[str, ...]:
+    """The references an answer may name: the newest docList labels, then the newest single
+    documents as docItem references."""
+    labels = list(dict.fromkeys(f"docList:{ref.label}" for ref in reversed(index)))
+    items = [f"docItem:{ref.id}:{ref.name}" for ref in reversed(index)]
+    return (*reversed(labels[:LABELS_SHOWN]), *reversed(items[:ITEMS_SHOWN]))
+
+
+def selection_choices(
+    ctx: RoundContext, task: TaskState, *, actions: bool = True
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The actions (none: any name), references and connection labels a selection for this
+    task may hold."""
+    names = choosable(ctx, task.item.taskType, task_tools(ctx, task)) if actions else ()
+    references = reference_choices(ctx.store.index())
+    return names, references, tuple(c.label for c in ctx.state.connections)
+
+
+def selection_output_for(
+    ctx: RoundContext, task: TaskState, *, actions: bool = True
+) -> type[ActionSelection]:
+    """Stage 1's answer narrowed to this task now. `actions=False` leaves the action name free
+    (a catalog cut for a large task: the check names the listed tools and the search)."""
+    return selection_output(*selection_choices(ctx, task, actions=actions))
+
+
+def refinement_output_for(
+    ctx: RoundContext, task: TaskState, *, actions: bool = True
+) -> type[RefinementDecision]:
+    """Refine's answer narrowed like Stage 1's."""
+    return refinement_output(*selection_choices(ctx, task, actions=actions))
 
 
 def selection_messages(
@@ -38,6 +102,7 @@ def selection_messages(
         return build(
             template,
             tools=tools,
+            unavailable=unavailable_actions(ctx, task.item.taskType),
             prompt=ctx.state.prompt,
             objective=task.item.objective,
             criteria=task.criteria(),
@@ -64,7 +129,7 @@ def selection_messages(
 def selection_check(ctx: RoundContext, task: TaskState) -> Callable[[ActionSelection], Any]:
     """Stage 1's rules for a chosen action: in the task's catalog, references that resolve,
     a connection the user has. Refine's next action is held to the same rules."""
-    names = {tool.name for tool in task_tools(ctx, task)}
+    names = set(choosable(ctx, task.item.taskType, task_tools(ctx, task)))
     labels = {c.label for c in ctx.state.connections}
 
     def check(selection: ActionSelection) -> ActionSelection:
@@ -76,9 +141,28 @@ def selection_check(ctx: RoundContext, task: TaskState) -> Callable[[ActionSelec
         try:
             resolve_references(selection.requiredInputDocuments, ctx.store.index())
         except ReferenceNotFound as error:
-            raise Rejected(str(error), kind="reference") from error
+            valid = ", ".join(reference_choices(ctx.store.index())) or "none: leave it empty"
+            raise Rejected(f"{error}; valid references: {valid}", kind="reference") from error
         if selection.requiredConnection and selection.requiredConnection not in labels:
-            raise Rejected(f"{selection.requiredConnection!r} is not a connection label")
+            valid = ", ".join(sorted(labels)) or "none: use null"
+            raise Rejected(
+                f"{selection.requiredConnection!r} is not a connection label; valid: {valid}"
+            )
         return selection
 
     return check
+
+
+async def unavailable_step(
+    ctx: RoundContext, step: Step, action: str, reason: str
+) -> AsyncIterator[Event]:
+    """The model chose an action that is not available here: the step fails with the reason
+    and the task stops, so the answer says plainly what was missing."""
+    task = step.task
+    why = f"{action} is not available here: {reason}"
+    observation = failed_observation(ctx, step, why)
+    async for event in record_step(ctx, step, None, observation, status="failed", name=action):
+        yield event
+    yield ctx.end_step(step, reason=why)
+    task.stop_code, task.stop_reason = "step_failed", why
+    yield ctx.status("step_failed", why, task=task.number, action=step.action)

@@ -1,0 +1,313 @@
+"""What keeps small models on track: answers shaped for each call from the live state, bounded
+generation with a different retry for an answer that never finished, prompts without copyable
+placeholders, direct answers, and actions that say why they are unavailable."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.engine.conftest import collect, make_state, of, params, select, stop, taskplan
+from tests.support.fake_openai import FakeReply
+from workflows.engine.answer import OWN_KNOWLEDGE
+from workflows.engine.contracts import catalog_line
+from workflows.engine.formats import valid_values
+from workflows.engine.llm import MAX_TOKENS, OpenAICompatibleLLM
+from workflows.engine.schemas import clean_reference, selection_output
+from workflows.engine.state import ConnectionInfo, Policy
+from workflows.engine.testing import FakeToolExecutor, ScriptedLLM, fake_tools
+
+NO_SEARCH = "No search provider is configured (set POWERON_SEARCH_PROVIDER)."
+
+
+def schema_of(body: dict[str, Any]) -> dict[str, Any]:
+    return body["response_format"]["json_schema"]["schema"]
+
+
+def bodies(server: Any, name: str) -> list[dict[str, Any]]:
+    return [
+        b
+        for b in server.requests
+        if ((b.get("response_format") or {}).get("json_schema") or {}).get("name") == name
+    ]
+
+
+def resolved(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """A property with its $ref and nullable anyOf resolved."""
+    options = [o for o in node.get("anyOf", [node]) if o.get("type") != "null"]
+    node = options[0] if options else node
+    if "$ref" in node:
+        return schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+    return node
+
+
+@pytest.fixture
+async def llm(fake_openai):
+    async with OpenAICompatibleLLM(
+        base_url=fake_openai.url, api_key="sk-test", model="fake-model", max_retries=0
+    ) as client:
+        yield client
+
+
+class ToolsWithoutSearch(FakeToolExecutor):
+    """The fake catalog without web.search, which says why it is missing."""
+
+    def __init__(self) -> None:
+        super().__init__(tools=[t for t in fake_tools() if t.name != "web.search"])
+
+    def unavailable(self) -> dict[str, str]:
+        return {"web.search": NO_SEARCH}
+
+
+# --- Answers shaped for the call ------------------------------------------------------------
+
+
+async def test_stage_one_schema_offers_the_tasks_actions_and_the_real_references(
+    fake_openai, llm, store
+) -> None:
+    """The JSON schema sent with Stage 1 holds `action` as an enum of the task's allowed
+    actions, references as an enum of the documents that exist, the connection as an enum of
+    the user's labels or null, and bounded lists."""
+    fake_openai.add(taskplan("t"), select(), params(query="q"), stop(), "ok")
+    state = make_state(
+        policy=Policy(denied={"*": ["web.crawl"]}),
+        connections=[ConnectionInfo(label="mytavily", kind="tavily")],
+    )
+    await collect(state, llm, store=store)
+    fake_openai.assert_complete()
+    schema = schema_of(bodies(fake_openai, "ActionSelection")[0])
+    props = schema["properties"]
+    assert props["action"]["enum"] == [
+        "web.search",
+        "web.scrape",
+        "ai.process",
+        "document.extract",
+        "document.generateReport",
+    ]
+    documents = props["requiredInputDocuments"]
+    assert documents["items"]["enum"] == ["docList:round1_uploads", "docItem:1:notes.txt"]
+    assert documents["maxItems"] == 2
+    connection = props["requiredConnection"]["anyOf"]
+    assert {"const": "mytavily", "type": "string"} in connection
+    assert props["learnings"]["maxItems"] == 5
+    assert bodies(fake_openai, "ActionSelection")[0]["response_format"]["json_schema"]["strict"]
+
+
+async def test_without_documents_or_connections_the_schema_allows_none(fake_openai, llm) -> None:
+    """With no documents the reference list must stay empty; with no connection it is null."""
+    fake_openai.add(taskplan("t"), select(), params(query="q"), stop(), "ok")
+    await collect(make_state(), llm)
+    props = schema_of(bodies(fake_openai, "ActionSelection")[0])["properties"]
+    assert props["requiredInputDocuments"]["maxItems"] == 0
+    assert props["requiredConnection"] == {"type": "null"}
+
+
+async def test_task_plan_and_refine_schemas_are_narrowed_like_stage_one(fake_openai, llm) -> None:
+    """The task plan's first action and refine's next action carry the same enums; the plan
+    holds at most five tasks of the known types."""
+    fake_openai.add(taskplan("t", first=select()), params(query="q"), stop(), "ok")
+    await collect(make_state(policy=Policy(denied={"*": ["web.crawl"]})), llm)
+    plan = schema_of(bodies(fake_openai, "TaskPlan")[0])
+    assert plan["properties"]["tasks"]["maxItems"] == 5
+    item = resolved(plan, plan["properties"]["tasks"]["items"])
+    assert item["properties"]["taskType"]["enum"][0] == "research"
+    first = resolved(plan, plan["properties"]["firstAction"])
+    assert "web.crawl" not in first["properties"]["action"]["enum"]
+    refine = schema_of(bodies(fake_openai, "RefinementDecision")[0])
+    following = resolved(refine, refine["properties"]["next"])
+    assert following["properties"]["action"]["enum"] == first["properties"]["action"]["enum"]
+
+
+def test_valid_values_are_read_off_the_calls_schema() -> None:
+    """The corrective messages' list of valid values comes from the schema built for the call."""
+    output = selection_output(("web.search", "ai.process"), ("docList:round1_upload",), ())
+    assert valid_values(output) == (
+        'action: one of "web.search", "ai.process"; requiredInputDocuments: a list of '
+        '"docList:round1_upload"; requiredConnection: null'
+    )
+
+
+# --- Bounded generation -----------------------------------------------------------------
+
+
+async def test_every_call_is_bounded_by_max_tokens_for_its_kind(fake_openai, llm) -> None:
+    """Each request carries the token limit of its kind of call, the streamed answer too."""
+    fake_openai.add(taskplan("t"), select(), params(query="q"), stop(), "ok")
+    await collect(make_state(), llm)
+    limits = {
+        kind: body["max_tokens"]
+        for kind, body in zip(fake_openai.kinds(), fake_openai.requests, strict=True)
+    }
+    assert limits == {
+        "TaskPlan": MAX_TOKENS["taskplan"],
+        "ActionSelection": MAX_TOKENS["select"],
+        "ActionParameters": MAX_TOKENS["parameters"],
+        "RefinementDecision": MAX_TOKENS["refine"],
+        "final": MAX_TOKENS["final"],
+    }
+
+
+async def test_a_cut_off_answer_gets_a_shorter_retry_with_the_valid_values(
+    fake_openai, llm
+) -> None:
+    """An answer cut off at its token limit is reported as no valid answer with its tokens
+    counted, and the retry does not send it back: it asks for a shorter answer and lists the
+    valid values."""
+    looping = '{"action": "web.search", "learnings": [' + '"the same", ' * 40
+    fake_openai.add(
+        taskplan("t"),
+        FakeReply(content=looping, finish_reason="length", usage={"completion_tokens": 600}),
+        select(),
+        params(query="q"),
+        stop(),
+        "ok",
+    )
+    events = await collect(make_state(), llm)
+    fake_openai.assert_complete()
+    error = of(events, "error")[0]
+    assert error.message == (
+        "The model produced no valid answer for the action selection: the answer was cut off "
+        "at its limit of 600 tokens before it was complete"
+    )
+    assert error.retrying
+    assert 600 in [u.completion_tokens for u in of(events, "usage") if u.kind == "select"]
+    retry = bodies(fake_openai, "ActionSelection")[1]["messages"]
+    assert all(looping not in m["content"] for m in retry)
+    assert retry[-1]["role"] == "user" and "Answer again, shorter" in retry[-1]["content"]
+    assert 'Valid values: action: one of "web.search"' in retry[-1]["content"]
+    assert events[-1].status == "completed"
+
+
+async def test_an_answer_that_times_out_is_not_repeated_as_it_was(fake_openai) -> None:
+    """A structured call that times out is not retried identically by the client: it is one
+    request, reported as no valid answer, and the shorter retry follows."""
+    fake_openai.add(
+        taskplan("t"), FakeReply(content=select(), delay=3), select(), params(query="q"), stop()
+    )
+    fake_openai.add("ok")
+    async with OpenAICompatibleLLM(
+        base_url=fake_openai.url, api_key="k", model="m", timeout=0.5, max_retries=2
+    ) as client:
+        events = await collect(make_state(), client)
+    error = of(events, "error")[0]
+    assert error.message.startswith(
+        "The model produced no valid answer for the action selection: no answer within"
+    )
+    assert fake_openai.kinds().count("ActionSelection") == 2
+    assert events[-1].status == "completed"
+
+
+def test_the_timeout_grows_with_the_prompt() -> None:
+    """timeout_per_1k_tokens adds time per 1,000 tokens of prompt and answer limit."""
+    llm = OpenAICompatibleLLM(
+        base_url="http://127.0.0.1:9/v1", api_key="k", model="m", timeout=60,
+        timeout_per_1k_tokens=20,
+    )  # fmt: skip
+    messages = [{"role": "user", "content": "x" * 4_000}]  # about 1,000 tokens
+    assert llm.call_timeout(messages, "select") == 60 + 20 * (1_000 + MAX_TOKENS["select"]) / 1000
+
+
+# --- Prompts a small model cannot misread -------------------------------------------------
+
+
+def test_catalog_lines_never_show_references_as_parameters() -> None:
+    """A tool that reads documents says so, without documentList among its parameters."""
+    lines = [catalog_line(tool) for tool in fake_tools()]  # type: ignore[arg-type]
+    assert "document.extract(aiPrompt) [reads documents]" in lines
+    assert not any("documentList" in line or "connectionReference" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ("docList:round1_upload (1 document(s))", "docList:round1_upload"),
+        ("docItem:7:notes.txt (text/plain, 76 bytes)", "docItem:7:notes.txt"),
+        ("`docList:round1_upload`", "docList:round1_upload"),
+        ("round1_upload", "docList:round1_upload"),
+        ("docItem:8:report (final).pdf", "docItem:8:report (final).pdf"),
+    ],
+)
+def test_decorated_references_are_read_as_meant(written: str, meant: str) -> None:
+    """References copied with the documents list's decoration resolve as the plain ones."""
+    assert clean_reference(written) == meant
+
+
+async def test_a_decorated_reference_is_accepted(store) -> None:
+    """Stage 1 copying `docList:<label> (1 document(s))` from the prompt is not rejected."""
+    decorated = select(
+        "ai.process", requiredInputDocuments=["docList:round1_uploads (1 document(s))"]
+    )
+    llm = ScriptedLLM([taskplan("t"), decorated, params(aiPrompt="Summarise"), stop(), "ok"])
+    events = await collect(make_state(), llm, store=store)
+    llm.assert_complete()
+    assert not of(events, "error")
+    assert of(events, "plan")[0].selection.requiredInputDocuments == ["docList:round1_uploads"]
+
+
+@pytest.mark.parametrize("name", ["selection", "taskplan", "refine", "review", "actionplan"])
+def test_answer_templates_hold_no_copyable_placeholders(name: str) -> None:
+    """No `method.action`, `<label>` or `"..."` for a small model to copy into its answer."""
+    from workflows.engine.prompts import template
+
+    text = template(name).template
+    for placeholder in ('"method.action"', "<label>", '"..."', "<id>", '"<name>"'):
+        assert placeholder not in text
+
+
+# --- Answering directly --------------------------------------------------------------------
+
+
+async def test_a_plan_with_no_tasks_is_answered_from_the_models_own_knowledge() -> None:
+    """A request that needs no action: no task, no tool, an answer from the model's own
+    knowledge, marked as such by the host."""
+    llm = ScriptedLLM([{"overview": "Arithmetic.", "tasks": []}, "17 × 23 = 391."])
+    events = await collect(make_state(prompt="What is 17*23?"), llm)
+    llm.assert_complete()
+    assert [c.kind for c in llm.calls] == ["taskplan", "final"]
+    prompt = llm.calls[1].messages[-1]["content"]
+    assert "answer it yourself from what you know" in prompt and "What is 17*23?" in prompt
+    answer = of(events, "message")[-1]
+    assert answer.content.startswith("17 × 23 = 391.") and answer.content.endswith(OWN_KNOWLEDGE)
+    assert answer.status == "completed" and events[-1].status == "completed"
+
+
+async def test_an_answer_after_actions_is_grounded_not_marked_as_own_knowledge() -> None:
+    """When tools ran, the answer prompt is the grounded one and carries no such mark."""
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), stop(), "Found it."])
+    events = await collect(make_state(), llm)
+    assert "grounded only in what was done" in llm.calls[-1].messages[-1]["content"]
+    assert OWN_KNOWLEDGE not in of(events, "message")[-1].content
+
+
+# --- Saying what is missing ----------------------------------------------------------------
+
+
+async def test_unavailable_actions_are_listed_with_their_reason() -> None:
+    """The catalog is followed by the actions that are unavailable here and why."""
+    llm = ScriptedLLM([taskplan("t"), select("ai.process"), params(aiPrompt="x"), stop(), "ok"])
+    await collect(make_state(), llm, tools=ToolsWithoutSearch())
+    for call in llm.calls[:2]:
+        system = call.messages[0]["content"]
+        assert "Unavailable here" in system and f"- web.search: {NO_SEARCH}" in system
+        assert "- web.search(" not in system
+
+
+async def test_an_unavailable_action_ends_the_run_with_its_reason() -> None:
+    """The model may choose an unavailable action: nothing runs, the task stops, and the
+    answer says plainly what was missing, not an invented result."""
+    tools = ToolsWithoutSearch()
+    llm = ScriptedLLM(
+        [taskplan("Find the population of Oslo"), select("web.search"), json.dumps(
+            {"status": "failed", "reason": "Search is unavailable."}
+        )]
+    )  # fmt: skip
+    events = await collect(make_state(prompt="Population of Oslo?"), llm, tools=tools)
+    llm.assert_complete()
+    assert tools.calls == []
+    why = f"web.search is not available here: {NO_SEARCH}"
+    assert of(events, "status")[0].reason == why
+    answer = of(events, "message")[-1].content
+    assert why in answer and answer.startswith("I could not complete this request.")
+    assert events[-1].status == "failed"
