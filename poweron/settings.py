@@ -222,6 +222,9 @@ POWERON_LLM_BASE_URL = os.environ.get("POWERON_LLM_BASE_URL", "")
 POWERON_LLM_API_KEY = os.environ.get("POWERON_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
 POWERON_LLM_MODEL = os.environ.get("POWERON_LLM_MODEL", "gpt-4o-mini")
 POWERON_LLM_TIMEOUT = env_int("POWERON_LLM_TIMEOUT", 60)
+# Seconds added to the timeout per 1,000 tokens of prompt and answer limit: for slow local
+# servers (a small model on a CPU reads about 50 tokens/s), 0 for hosted ones.
+POWERON_LLM_TIMEOUT_PER_1K = env_float("POWERON_LLM_TIMEOUT_PER_1K", 0.0)
 # How long the demo model takes per call, typically (ms): it paces itself like a model.
 POWERON_DEMO_DELAY_MS = env_int("POWERON_DEMO_DELAY_MS", 500)
 POWERON_MAX_STEPS = env_int("POWERON_MAX_STEPS", 5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fpdf import FPDF
@@ -417,3 +418,63 @@ def test_without_a_model_the_demo_model_runs_a_whole_round(var_dir, notes) -> No
         "pdf",
     }
     assert "demo model" in run.answer
+
+
+# --- questions answered without a person ------------------------------------------------------
+
+
+def _extract_twice(server: FakeOpenAIServer, *after_limit: Any) -> None:
+    """An extract, then refine asking for a second one at the step limit of one."""
+    extract = extract_step("docList:round1_upload")[0]
+    server.add(taskplan("Extract the notes"), extract, cont(next=extract), *after_limit)
+
+
+def test_extend_grants_more_steps_at_the_limit_without_waiting(var_dir, notes) -> None:
+    """--extend 1: the step-limit question is answered at once with one more step."""
+    with FakeOpenAIServer() as server:
+        _extract_twice(server, stop(), "Extracted twice.")
+        run = run_workflow(
+            var_dir, "--max-steps", "1", "--extend", "1", "--document", str(notes),
+            "Extract the notes", settings=model_settings(server),
+        )  # fmt: skip
+    assert run.returncode == 0, run.explain()
+    server.assert_complete()
+    asks = [e["payload"] for e in run.of("ask")]
+    assert [a["status"] for a in asks] == ["waiting", "answered"] and asks[-1]["granted"] == 1
+    assert len(run.documents()) == 2
+
+
+def test_by_default_the_step_limit_question_is_declined(var_dir, notes) -> None:
+    """Without --extend the task stops at the limit (its work kept), at once. (With no search
+    provider set, the model is told web search is unavailable, and why.)"""
+    with FakeOpenAIServer() as server:
+        _extract_twice(server, review("success"), "Extracted once.")
+        run = run_workflow(
+            var_dir, "--max-steps", "1", "--document", str(notes), "Extract the notes",
+            settings=model_settings(server),
+        )  # fmt: skip
+    assert run.returncode == 0, run.explain()
+    server.assert_complete()
+    assert run.of("ask")[-1]["payload"]["granted"] == 0
+    system = server.requests[0]["messages"][0]["content"]
+    assert "Unavailable here" in system and "- web.search: " in system
+    assert "max_steps" in [e["payload"].get("code") for e in run.of("status")]
+
+
+@pytest.mark.parametrize(("flag", "status"), [("--approve", "approved"), ("--reject", "rejected")])
+def test_approvals_are_answered_by_the_flags(var_dir, notes, flag, status) -> None:
+    """--approve runs an action that waits for approval; --reject refuses it."""
+    with FakeOpenAIServer() as server:
+        server.add(taskplan("Extract the notes"), *extract_step("docList:round1_upload"))
+        if status == "approved":
+            server.add(stop(), "Extracted.")
+        else:
+            server.add(stop(criteria_met=False), review("failed"))
+        settings = {**model_settings(server), "POWERON_APPROVAL_METHODS": "document.extract"}
+        run = run_workflow(
+            var_dir, flag, "--document", str(notes), "Extract the notes", settings=settings
+        )
+    server.assert_complete()
+    approvals = [e["payload"]["status"] for e in run.of("approval")]
+    assert approvals == ["waiting", status]
+    assert run.returncode == (0 if status == "approved" else 1), run.explain()

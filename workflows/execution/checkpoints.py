@@ -175,6 +175,11 @@ class DurableTools:
         """The usable tools, in catalog order."""
         return self._tools.tools()
 
+    def unavailable(self) -> dict[str, str]:
+        """The tools left out of the catalog, with the reason (the model is told)."""
+        report = getattr(self._tools, "unavailable", None)
+        return dict(report()) if callable(report) else {}
+
     async def execute(self, name: str, params: BaseModel, ctx: ActionContext) -> ActionResult:
         """Run one action as a step; its result (with the model calls it made) is recorded."""
 

@@ -62,6 +62,7 @@ def build_llm() -> LLM:
         api_key=settings.POWERON_LLM_API_KEY or "not-needed",
         model=settings.POWERON_LLM_MODEL,
         timeout=float(settings.POWERON_LLM_TIMEOUT),
+        timeout_per_1k_tokens=float(settings.POWERON_LLM_TIMEOUT_PER_1K),
         advice=model_advice(),
         shared=True,
     )
@@ -97,8 +98,8 @@ def model_advice() -> dict[str, str]:
     return {
         "unreachable": f"Check POWERON_LLM_BASE_URL (now {where}) and that the server runs.",
         "timeout": (
-            f"Raise POWERON_LLM_TIMEOUT (now {settings.POWERON_LLM_TIMEOUT} s) or check the "
-            "server's load."
+            f"Raise POWERON_LLM_TIMEOUT (now {settings.POWERON_LLM_TIMEOUT} s) or, for a slow "
+            "local server, POWERON_LLM_TIMEOUT_PER_1K; or check the server's load."
         ),
         "auth": "Check POWERON_LLM_API_KEY (or OPENAI_API_KEY).",
         "model": f"Check POWERON_LLM_MODEL (now {settings.POWERON_LLM_MODEL!r}).",

@@ -1,4 +1,8 @@
-"""Run one round from the command line, stored like the app stores it, events on stdout."""
+"""Run one round from the command line, stored like the app stores it, events on stdout.
+
+Nobody sits at a terminal to answer the run's questions, so the command answers them itself,
+as its flags say: more steps at the step limit (`--extend N`, default none) and approvals
+(`--approve`, or `--reject`, the default). A run never waits for a person."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError
 from workflows import services
 from workflows.contract import Envelope
 from workflows.execution import durable, setup
+from workflows.execution.checkpoints import question_topic
 from workflows.execution.runner import OBSERVERS, start
 from workflows.models import ChatWorkflow
 
@@ -25,7 +30,9 @@ EXIT_BAD_ARGUMENTS = 2
 class Command(BaseCommand):
     help = (
         "Run one round of a new workflow against the configured model (or the demo model), "
-        "store it like the app does, and print each event as one JSON line. "
+        "store it like the app does, and print each event as one JSON line. It answers the "
+        "run's questions itself (--extend/--decline at the step limit, --approve/--reject for "
+        "approvals): it never waits for a person. "
         "Exit status: 0 completed, 1 failed or stopped, 2 bad arguments."
     )
 
@@ -37,6 +44,34 @@ class Command(BaseCommand):
         )
         parser.add_argument("--user", default=None, help="Owner (default: a 'cli' account).")
         parser.add_argument("--max-steps", type=int, default=None)
+        limit = parser.add_mutually_exclusive_group()
+        limit.add_argument(
+            "--extend",
+            type=int,
+            default=0,
+            metavar="N",
+            help="At the step limit, grant N more steps (once per question; default: none).",
+        )
+        limit.add_argument(
+            "--decline",
+            action="store_const",
+            const=0,
+            dest="extend",
+            help="At the step limit, stop the task (the default).",
+        )
+        approval = parser.add_mutually_exclusive_group()
+        approval.add_argument(
+            "--approve",
+            action="store_true",
+            default=False,
+            help="Approve every action that waits for approval.",
+        )
+        approval.add_argument(
+            "--reject",
+            action="store_false",
+            dest="approve",
+            help="Reject every action that waits for approval (the default).",
+        )
 
     def execute(self, *args, **options):
         try:
@@ -45,11 +80,17 @@ class Command(BaseCommand):
             self.stderr.write(f"run_workflow: {error}")
             sys.exit(EXIT_BAD_ARGUMENTS)
 
-    def handle(self, *args, task, mode, document, user, max_steps, **options) -> None:
+    def handle(
+        self, *args, task, mode, document, user, max_steps, extend, approve, **options
+    ) -> None:
         if not task.strip():
             raise CommandError("the task is empty")
         if max_steps is not None and not 1 <= max_steps <= 50:
             raise CommandError("--max-steps must be between 1 and 50")
+        if not 0 <= extend <= 50:
+            raise CommandError("--extend must be between 0 and 50")
+        self.answers = {"extend": extend, "approve": approve}
+        self.sending: set[asyncio.Task] = set()
         files = [Path(path) for path in document]
         for path in files:
             if not path.is_file():
@@ -93,5 +134,22 @@ class Command(BaseCommand):
             raise CommandError(f"no user named {username!r}") from missing
 
     def print_event(self, event: Envelope) -> None:
+        """Print the event; answer a question it asks at once, as the flags say."""
         self.stdout.write(json.dumps(event.as_json(), ensure_ascii=False))
         self.stdout.flush()
+        data = event.event
+        if getattr(data, "status", None) != "waiting":
+            return
+        if data.type == "ask":
+            kind, number = "extend", data.stepsDone
+        elif data.type == "approval":
+            kind, number = "approve", data.action
+        else:
+            return
+        topic = question_topic(kind, data.task, number)
+        run = durable.round_id(event.workflow, data.round)
+        sent = asyncio.get_running_loop().create_task(
+            DBOS.send_async(run, self.answers[kind], topic)
+        )
+        self.sending.add(sent)  # keep a reference until it is sent
+        sent.add_done_callback(self.sending.discard)
