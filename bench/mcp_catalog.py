@@ -7,7 +7,9 @@ with the official SDK) started and listed through the product's own McpHub, so P
 them as it does in a run (`<server>.<tool>`, the server's descriptions fenced, large catalogs
 cut for the task with `catalog.search` for the rest) and LangGraph gets each tool's input
 schema as the server gave it. Catalogs of 20, 50 and 100 tools; for each size and run,
-interleaved: PowerOn React, PowerOn Actionplan, LangGraph (replaying React's actions).
+interleaved: PowerOn React, PowerOn Actionplan, PowerOn React with the whole catalog listed
+(the ranking off: what the cut saves, or costs, under a prefix cache), LangGraph (replaying
+React's actions).
 
 Printed: the tables of vs_react.py, Stage 1's request size per catalog size and its growth,
 and one verdict line per goal (cost with caching <= 0.4x LangGraph at >= 20 tools; Stage 1's
@@ -23,7 +25,8 @@ import asyncio
 import math
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +46,19 @@ from tests.support import netguard  # noqa: E402
 from tests.support.fake_tool_calls import ToolCallServer  # noqa: E402
 from tests.support.mcp_servers import stdio_command  # noqa: E402
 from workflows.engine import llm as engine_llm  # noqa: E402
+from workflows.engine import ranking  # noqa: E402
 from workflows.engine.prompts import system_message  # noqa: E402
-from workflows.engine.ranking import task_view  # noqa: E402
+from workflows.engine.ranking import Ranking, task_view  # noqa: E402
 from workflows.tools.mcp import McpHub, McpServer, forget_listings  # noqa: E402
 
 SERVER_OWN_TOOLS = 6
 """add, city_facts, chart, fail, slow, echo_env: the test server lists them before its extras."""
-STAGE_ONE = {"react": ("taskplan", "select", "refine"), "actionplan": ("taskplan", "actionplan")}
+SYSTEMS["whole"] = "React, whole catalog"
+STAGE_ONE = {
+    "react": ("taskplan", "select", "refine"),
+    "whole": ("taskplan", "select", "refine"),
+    "actionplan": ("taskplan", "actionplan"),
+}
 """The calls that choose actions, with the catalog in their system message (React's task plan
 may carry the first action and refine the next one, so select is not always called)."""
 
@@ -60,6 +69,16 @@ def server(size: int) -> McpServer:
     if extra < 0:
         raise ValueError(f"at least {len(builtin_tools()) + SERVER_OWN_TOOLS} tools")
     return McpServer(name="tools", command=tuple(stdio_command("--extra", str(extra))))
+
+
+@contextmanager
+def whole_catalog() -> Iterator[None]:
+    """The engine lists every tool, however many (the ranking never cuts)."""
+    kept, ranking.DEFAULT = ranking.DEFAULT, Ranking(threshold=1_000_000)
+    try:
+        yield
+    finally:
+        ranking.DEFAULT = kept
 
 
 async def catalog(size: int, hub: McpHub) -> list[Any]:
@@ -118,16 +137,20 @@ async def measure(sizes: list[int], runs: int, model: Model) -> tuple[list[Run],
                     work = task(1_000 + size if run == 0 else run)
                     react = await poweron("react", tools, work, run, fake, model)
                     plan = await poweron("actionplan", tools, work, run, fake, model)
+                    with whole_catalog():
+                        whole = await poweron(
+                            "react", tools, work, run, fake, model, system="whole"
+                        )
                     assert react.trace is not None
                     model.traces[size, run] = react.trace
                     agent = await langgraph(
                         tools, work, run, fake, react.trace, convert=as_langchain
                     )
                     if run:
-                        results.extend([react, plan, agent])
+                        results.extend([react, plan, whole, agent])
                     print(f"  size {size:>3} run {run}: " + ", ".join(
                         f"{SYSTEMS[r.system]} {r.seconds:.1f} s{'' if r.solved else ' UNSOLVED'}"
-                        for r in (react, plan, agent)
+                        for r in (react, plan, whole, agent)
                     ), file=sys.stderr)  # fmt: skip
     return results, catalogs
 
@@ -155,6 +178,15 @@ def report(table: dict, catalogs: dict, sizes: list[int], runs: int) -> None:
         "a report, answer; tokens, cache, prices and latency as in bench/vs_react.py"
     )
     print_tables(table, sizes, runs)
+    print("\nReact with the whole catalog listed (the ranking off), against LangGraph and React")
+    for size in sizes:
+        whole, react, agent = (table[s, size].medians for s in ("whole", "react", "langgraph"))
+        print(
+            f"  {size:>3} tools: input {whole['input']:,.0f} ({whole['cached_share']:.0%} cached), "
+            f"cost {whole['cost']:,.0f} = {whole['cost'] / agent['cost']:.2f}x LangGraph, "
+            f"{whole['cost'] / react['cost']:.2f}x React with the cut catalog; uncached cost "
+            f"{whole['cost_uncached'] / react['cost_uncached']:.2f}x React's"
+        )
     print(
         "\nStage 1's request: o200k input tokens per call that chooses actions with the catalog "
         "(React: task plan, select, refine; Actionplan: task plan, plan), LangGraph's per call; "
@@ -163,7 +195,8 @@ def report(table: dict, catalogs: dict, sizes: list[int], runs: int) -> None:
     for size in sizes:
         whole, listed, shown = catalogs[size]
         print(
-            f"  {size:>3} tools: React {stage_one(table, 'react', size):,.0f}, Actionplan "
+            f"  {size:>3} tools: React {stage_one(table, 'react', size):,.0f} (whole catalog "
+            f"{stage_one(table, 'whole', size):,.0f}), Actionplan "
             f"{stage_one(table, 'actionplan', size):,.0f}, LangGraph per call "
             f"{first_request(table, size):,.0f}; system message {whole:,} whole, {listed:,} "
             f"as listed ({shown} tools shown)"
@@ -176,7 +209,7 @@ def verdicts(table: dict, sizes: list[int]) -> None:
     print("\nverdicts")
     parts = []
     at = [size for size in sizes if size >= 20]
-    for system in ("react", "actionplan"):
+    for system in ("react", "actionplan", "whole"):
         figures = [
             (size, table[system, size].medians["cost"] / table["langgraph", size].medians["cost"])
             for size in at
@@ -190,13 +223,14 @@ def verdicts(table: dict, sizes: list[int]) -> None:
         return
     growth = high / low
     parts = []
-    for system in ("react", "actionplan", "langgraph"):
+    for system in ("react", "actionplan", "whole", "langgraph"):
         size_of = stage_one if system != "langgraph" else None
         small = size_of(table, system, low) if size_of else first_request(table, low)
         large = size_of(table, system, high) if size_of else first_request(table, high)
         ratio = large / small
         exponent = math.log(ratio) / math.log(growth)
-        verdict = "" if system == "langgraph" else (" MET" if exponent < 1 else " NOT MET")
+        judged = system in ("react", "actionplan")  # the others for comparison
+        verdict = (" MET" if exponent < 1 else " NOT MET") if judged else ""
         parts.append(
             f"{SYSTEMS[system]}{verdict} ({low}: {small:,.0f}, {high}: {large:,.0f} tokens; "
             f"{ratio:.2f}x for {growth:g}x the tools, exponent {exponent:.2f})"

@@ -244,9 +244,18 @@ def uploaded(work: Task) -> MemoryStore:
 
 
 async def poweron(
-    mode: str, tools: list[FakeTool], work: Task, run: int, server: ToolCallServer, model: Model
+    mode: str,
+    tools: list[FakeTool],
+    work: Task,
+    run: int,
+    server: ToolCallServer,
+    model: Model,
+    *,
+    system: str = "",
 ) -> Run:
-    """One round of the real engine; the trace of what it did."""
+    """One round of the real engine; the trace of what it did (`system`: the name it is
+    reported under, the mode by default)."""
+    system = system or mode
     store, trace = uploaded(work), Trace()
     uses_documents = {tool.name for tool in tools if tool.uses_documents}
     state = RoundState(mode=mode, round=1, prompt=work.prompt)  # type: ignore[arg-type]
@@ -254,7 +263,7 @@ async def poweron(
     methods: dict[int, str] = {}
     async with KindRecordingLLM(
         kinds=model.kinds, base_url=server.url, api_key="sk-bench",
-        model=f"{mode}/{len(tools)}/{run}", max_retries=0,
+        model=f"{system}/{len(tools)}/{run}", max_retries=0,
     ) as llm:  # fmt: skip
         started = time.perf_counter()
         executor = FakeToolExecutor(tools=tools)
@@ -277,8 +286,9 @@ async def poweron(
                 completed = event.status == "completed"
     done = tuple(methods[number] for number in sorted(methods))
     return Run(
-        mode, len(tools), run, seconds, len(trace.observations), completed and reported, done, trace
-    )
+        system, len(tools), run, seconds, len(trace.observations), completed and reported, done,
+        trace,
+    )  # fmt: skip
 
 
 async def langgraph(

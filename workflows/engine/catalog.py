@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 
+from . import ranking
 from .contracts import Message
 from .core import Out, Rejected, RoundContext, Step, TaskState, ask
 from .events import Event
-from .ranking import SEARCH_ACTION, CatalogView, Ranking, search, search_answer, task_view
+from .ranking import SEARCH_ACTION, CatalogView, search, search_answer, task_view
 from .schemas import ActionSelection
 from .selection import selection_check, selection_messages, selection_output_for, task_tools
-
-RANKING = Ranking()
 
 
 def task_query(ctx: RoundContext, task: TaskState) -> str:
@@ -23,7 +22,7 @@ def task_query(ctx: RoundContext, task: TaskState) -> str:
 def task_catalog(ctx: RoundContext, task: TaskState) -> CatalogView:
     """The task's catalog as its selections list it (the same view for every call of the
     task, so the system message stays byte-identical)."""
-    return task_view(task_tools(ctx, task), task_query(ctx, task), RANKING)
+    return task_view(task_tools(ctx, task), task_query(ctx, task))
 
 
 def catalog_check(
@@ -55,7 +54,7 @@ def catalog_check(
 def planned_search(view: CatalogView, words: str) -> Rejected:
     """A plan cannot wait for a search: a planned `catalog.search` is rejected with the best
     matches, which the plan's one corrective retry then reads."""
-    found = search(view, words, RANKING)
+    found = search(view, words)
     answer = search_answer(view, words.strip(), found, last=True)
     return Rejected(f"{SEARCH_ACTION} does not run inside a plan. {answer}")
 
@@ -74,18 +73,19 @@ async def select(
     view = task_catalog(ctx, task)
     messages = selection_messages(ctx, task, "select", tools=view.shown, steps=task.steps_text())
     answer: ActionSelection | None = proposed_search
-    for searches in range(RANKING.searches + 1):
+    limit = ranking.DEFAULT.searches
+    for searches in range(limit + 1):
         if answer is not None and answer.action != SEARCH_ACTION:
             out.value = answer
             return
         if answer is not None and view.hidden:
             words = answer.actionObjective.strip()
-            found = search(view, words, RANKING)
+            found = search(view, words)
             names = ", ".join(tool.name for tool in found) or "no match; every unlisted tool named"
             yield ctx.status(
                 "info", f"Searched the catalog for {words[:200]!r}: {names}.", task=task.number
             )
-            last = searches == RANKING.searches
+            last = searches == limit
             messages = [
                 *messages,
                 {"role": "assistant", "content": answer.model_dump_json(exclude_defaults=True)},
@@ -98,7 +98,7 @@ async def select(
             output=selection_output_for(ctx, task, actions=not view.hidden),
             kind="select",
             out=chosen,
-            check=catalog_check(ctx, task, view, searching=searches < RANKING.searches),
+            check=catalog_check(ctx, task, view, searching=searches < limit),
             task=task.number,
             action=step.action,
         ):

@@ -45,6 +45,10 @@ class Ranking:
     """Searches one selection may make before it must choose."""
 
 
+DEFAULT = Ranking()
+"""The ranking the engine uses (a benchmark may swap it for one that never cuts)."""
+
+
 def stem(word: str) -> str:
     """A word's crude stem, the same on both sides of a match: "invoice(s)" → "invoic"."""
     for suffix in _SUFFIXES:
@@ -133,7 +137,7 @@ def task_view(tools: Sequence[Tool], query: str, ranking: Ranking | None = None)
     criteria): the whole catalog when it is small; otherwise the built-in actions, the
     external tools that match best, in catalog order, and `catalog.search`. The same
     arguments always give the same view, so a task's prompts keep one cacheable prefix."""
-    ranking = ranking or Ranking()
+    ranking = ranking or DEFAULT
     if len(tools) <= ranking.threshold:
         return CatalogView(list(tools), [])
     external = [tool for tool in tools if is_external(tool)]
@@ -147,7 +151,7 @@ def task_view(tools: Sequence[Tool], query: str, ranking: Ranking | None = None)
 
 def search(view: CatalogView, words: str, ranking: Ranking | None = None) -> list[Tool]:
     """The hidden tools that best match the model's words (none when nothing matches)."""
-    ranking = ranking or Ranking()
+    ranking = ranking or DEFAULT
     return [tool for _, tool in rank(view.hidden, words)[: ranking.found]]
 
 
