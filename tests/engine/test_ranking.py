@@ -304,3 +304,24 @@ async def test_actionplan_answers_a_planned_search_with_the_matches_in_its_corre
     assert "Tools found for 'stock price'" in correction
     assert "srv.stock_14(query,limit)" in correction
     assert [call.name for call in tools.calls] == ["srv.stock_14"]
+
+
+async def test_the_task_plan_may_start_with_a_search_that_stage_one_answers() -> None:
+    """A catalog.search as the task plan's first action is answered in task 1's first
+    Stage 1, which then chooses."""
+    llm = ScriptedLLM(
+        [
+            taskplan(WEATHER, first=search("convert units")),
+            select("srv.unit_16"),
+            params(query="3 miles"),
+            stop(),
+            "ok",
+        ]
+    )
+    events = await collect(make_state(prompt="Weather?"), llm, tools=executor(60))
+    llm.assert_complete()
+    (stage1,) = [c for c in llm.calls if c.kind == "select"]
+    assert "Tools found for 'convert units'" in stage1.messages[-1]["content"]
+    assert "srv.unit_16(query,limit)" in stage1.messages[-1]["content"]
+    assert not of(events, "error")
+    assert [e.selection.action for e in of(events, "plan")] == ["srv.unit_16"]

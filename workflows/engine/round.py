@@ -8,6 +8,7 @@ from typing import Literal
 
 from . import actionplan, react, thinking
 from .answer import answer_key, final_answer, unavailable_answer
+from .catalog import catalog_check, task_catalog
 from .closing import OpenWork
 from .contracts import LLM, DocumentStore, ModelUnavailable, ToolExecutor
 from .controls import Controls
@@ -26,7 +27,7 @@ from .history import render_history
 from .prompts import build, render_connections, render_documents, selection_format
 from .ranking import task_view
 from .schemas import TaskItem, TaskPlan, TaskReview, taskplan_output
-from .selection import choosable, reference_choices, selection_check, unavailable_actions
+from .selection import choosable, reference_choices, unavailable_actions
 from .state import RoundState
 
 MAX_TASKS = 5
@@ -161,7 +162,8 @@ def adopt_first_action(ctx: RoundContext, plan: TaskPlan) -> ErrorEvent | None:
         return None
     task = ctx.tasks[0]
     try:
-        task.proposed = selection_check(ctx, task)(plan.firstAction)
+        view = task_catalog(ctx, task)  # a catalog.search is answered by the first Stage 1
+        task.proposed = catalog_check(ctx, task, view, searching=True)(plan.firstAction)
     except Rejected as error:
         return ErrorEvent(
             round=ctx.round,
