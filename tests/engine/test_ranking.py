@@ -18,9 +18,17 @@ from tests.engine.conftest import (
     stop,
     taskplan,
 )
+from workflows.engine import ranking
 from workflows.engine.contracts import ActionResult
 from workflows.engine.prompts import render_catalog
-from workflows.engine.ranking import SEARCH_ACTION, rank, task_view, terms
+from workflows.engine.ranking import (
+    SEARCH_ACTION,
+    Ranking,
+    rank,
+    search_answer,
+    task_view,
+    terms,
+)
 from workflows.engine.testing import FakeTool, FakeToolExecutor, ScriptedLLM, fake_tools
 
 SUBJECTS = [
@@ -115,6 +123,7 @@ def test_ranking_matches_words_across_forms_and_camel_case() -> None:
     best = [tool.name for _, tool in rank(tools, "my unpaid invoices")]
     assert best and all(name.startswith("srv.invoice") for name in best)
     assert rank(tools, "the of and") == []
+    assert terms("Größe der Rechnung") == ["größ", "der", "rechnung"]
 
 
 async def test_stage_one_lists_only_the_tools_relevant_to_the_task() -> None:
@@ -187,6 +196,15 @@ async def test_a_search_that_matches_nothing_names_every_hidden_tool() -> None:
     answer = [c for c in llm.calls if c.kind == "select"][1].messages[3]["content"]
     assert "No tool matches 'zzz qqq'" in answer
     assert "- srv.invoice_0(query,limit)" in answer and "- srv.recipe_59(query,limit)" in answer
+
+
+def test_a_search_without_a_match_names_at_most_so_many_tools(monkeypatch) -> None:
+    """The fallback list of hidden names is capped; the rest are counted."""
+    monkeypatch.setattr(ranking, "DEFAULT", Ranking(names=5))
+    view = task_view([*fake_tools(), *external(60)], WEATHER)
+    text = search_answer(view, "zzz", [], last=True)
+    assert text.count("- srv.") == 5
+    assert f"- … and {len(view.hidden) - 5} more; search with other words" in text
 
 
 async def test_searches_are_limited_then_the_model_must_choose() -> None:

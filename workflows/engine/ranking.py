@@ -23,7 +23,7 @@ from .contracts import ActionContext, ActionResult, Tool, catalog_line, untruste
 
 SEARCH_ACTION = "catalog.search"
 
-_WORD = re.compile(r"[A-Za-z]+|\d+")
+_WORD = re.compile(r"[^\W\d_]+|\d+")  # letters of any script, or digits
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _STOP_WORDS = """a an and are as at be by do for from give given in into is it its my of on one
 or our that the their them then this to up with your you what which when how all any each"""
@@ -43,6 +43,8 @@ class Ranking:
     """Tools a search answers with."""
     searches: int = 2
     """Searches one selection may make before it must choose."""
+    names: int = 150
+    """Hidden tools named when a search matches nothing (the rest counted)."""
 
 
 DEFAULT = Ranking()
@@ -166,7 +168,10 @@ def search_answer(view: CatalogView, words: str, found: Sequence[Tool], *, last:
             f"No tool matches {words[:200]!r}. The tools the Catalog does not list are (names "
             "only; they may be chosen like those of the Catalog):"
         )
-        lines = [f"- {catalog_line(tool)}" for tool in view.hidden]
+        cap = DEFAULT.names
+        lines = [f"- {catalog_line(tool)}" for tool in view.hidden[:cap]]
+        if len(view.hidden) > cap:
+            lines.append(f"- … and {len(view.hidden) - cap} more; search with other words")
     rule = (
         "Choose the action now (no more searches)."
         if last
