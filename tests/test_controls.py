@@ -14,6 +14,7 @@ from tests.support.chat_app import workflow_with_upload
 from tests.support.fake_openai import FakeReply
 from tests.support.replies import cont, extract_step, review, stop, taskplan
 from workflows.execution import launcher
+from workflows.live import commands
 from workflows.models import ChatMessage, ChatWorkflow
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("durable")]
@@ -79,6 +80,8 @@ async def test_steer_reaches_the_next_selection_as_a_learning(alice, model):
     await communicator.send_json_to({"action": "steer", "text": "focus on costs"})
     events = await receive_until(communicator, is_final)
     assert events[-1]["payload"]["status"] == "completed"
+    sent = [e["payload"] for e in events if e["type"] == "notice"]
+    assert sent == [{"level": "info", "text": commands.STEER_SENT}]  # at once, to the sender
     bodies = [json.dumps(request) for request in model.requests]
     assert "focus on costs" not in bodies[1]
     assert any("focus on costs" in b for b in bodies[3:]), "the note reached no later prompt"

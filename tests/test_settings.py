@@ -140,7 +140,7 @@ def test_invalid_tool_limits_leave_web_tools_out_with_the_reason(settings):
     settings.POWERON_CRAWL_MAX_PAGES = 100_000
     overview = {tool["name"]: tool for tool in setup.tool_overview()}
     assert not overview["web.search"]["available"]
-    assert "crawl_max_pages" in overview["web.search"]["reason"]
+    assert "POWERON_CRAWL_MAX_PAGES" in overview["web.search"]["reason"]
 
 
 @pytest.mark.parametrize(

@@ -73,6 +73,10 @@
       if (streaming) streaming.remove(); // the complete message replaces what was streamed
     }
     if (meta.dataset.role === "user") sendConfirmed();
+    if (meta.dataset.type === "notice" && pendingSteer) {
+      if (meta.dataset.role === "info") pendingSteer.reset(); // refused: the note stays
+      pendingSteer = null;
+    }
   });
 
   // A step that succeeded folds to its one-line summary (action, outcome, duration, tokens);
@@ -166,11 +170,13 @@
   // a refused send (say, while another run is going) keeps the text and the attachments.
   let pendingSend = false;
   let pendingEdit = null; // an edited message's panel closes once its round has opened
+  let pendingSteer = null; // a steering note leaves its box once the run has taken it
   chat.addEventListener("htmx:wsAfterSend", function (evt) {
     const form = evt.target.closest("form");
     if (!form) return;
     if (form.id === "composer") pendingSend = true;
     if (form.classList.contains("edit-form")) pendingEdit = form.closest("details");
+    if (form.id === "steer-form") pendingSteer = form;
     // A question is answered once: the loop has moved on.
     if (form.classList.contains("ask")) {
       form.querySelectorAll("button, input").forEach((el) => { el.disabled = true; });

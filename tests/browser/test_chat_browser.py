@@ -161,6 +161,12 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     assert "already running" in page.inner_text("#notices")
     assert page.input_value("#composer textarea") == "One more\nthing"
 
+    # A steering note is confirmed at once, next to the composer, and leaves its box.
+    page.fill("#steer-form input[name=text]", "Mind the costs")
+    page.click("#steer-form button[type=submit]")
+    page.wait_for_selector("#notices .toast:has-text('Steering note sent')")
+    assert page.input_value("#steer-form input[name=text]") == ""
+
     clicked = time.monotonic()
     page.click("#stop-button")
     page.wait_for_selector("#wf-status[data-status=stopped]", timeout=5_000)

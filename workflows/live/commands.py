@@ -131,6 +131,9 @@ def describe(error: ValidationError) -> str:
     return "Command not understood — " + "; ".join(problems)
 
 
+STEER_SENT = "Steering note sent: the agent reads it before it chooses its next action."
+
+
 async def execute(command: AnyCommand, *, user, workflow_id: int) -> str | None:
     """Carry out a command for the owner of the workflow; a confirmation to show, if any."""
     match command:
@@ -151,6 +154,7 @@ async def execute(command: AnyCommand, *, user, workflow_id: int) -> str | None:
             await launcher.request_stop(workflow_id=workflow_id)
         case Steer():
             await launcher.steer(workflow_id=workflow_id, text=command.text)
+            return STEER_SENT
         case Extend():
             await launcher.answer(workflow_id=workflow_id, kind="extend", value=command.steps)
         case Approve():
