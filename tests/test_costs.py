@@ -12,50 +12,17 @@ from django.urls import reverse
 
 from tests.factories import workflow_with_history
 from tests.support.chat_app import workflow_with_upload
-from tests.support.fake_openai import FakeReply
-from tests.support.replies import extract_step, params, review, stop, taskplan
+from tests.support.priced import PRICES, one_extract, priced
 from workflows import exports
 from workflows.engine.events import StepEvent, UsageEvent
 from workflows.engine.money import Cost
 from workflows.execution import launcher, recording
 from workflows.models import ChatWorkflow
 
-PRICES = {"input": 2.0, "cached": 0.5, "output": 8.0}
-"""POWERON_PRICE_* of these tests, per million tokens, in EUR."""
-USAGE = {
-    "TaskPlan": (1200, 0, 90),
-    "ActionSelection": (2100, 1024, 140),
-    "ActionParameters": (600, 0, 40),
-    "RefinementDecision": (2600, 2048, 60),
-    "TaskReview": (1500, 1024, 50),
-}
-"""(prompt, cached, completion) tokens the fake server reports per kind of call."""
-ANSWER_USAGE = (3000, 2048, 210)
 
-
-def priced(payload: dict) -> float:
-    """A call's cost from its stored usage and the configured prices, by hand."""
-    prompt, cached = payload["prompt_tokens"], payload["cached_tokens"]
-    return (
-        (prompt - cached) * PRICES["input"]
-        + cached * PRICES["cached"]
-        + payload["completion_tokens"] * PRICES["output"]
-    ) / 1e6
-
-
-def policy(body: dict) -> FakeReply:
+def policy(body: dict):
     """One extract step, then stop; every reply reports its usage, cached tokens among it."""
-    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
-    replies = {
-        "TaskPlan": taskplan("Summarise"),
-        "ActionSelection": extract_step("docList:round1_upload")[0],
-        "ActionParameters": params(),
-        "RefinementDecision": stop(),
-        "TaskReview": review(),
-    }
-    prompt, cached, completion = USAGE.get(schema, ANSWER_USAGE)
-    usage = {"prompt_tokens": prompt, "cached_tokens": cached, "completion_tokens": completion}
-    return FakeReply(content=replies.get(schema, "Done."), usage=usage)
+    return one_extract(body, usage=True)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from tests.support.chat_app import workflow_with_upload
-from tests.support.replies import extract_step, params, review, stop, taskplan
+from tests.support.priced import one_extract
 from workflows import services
 from workflows.engine.events import PlanEvent, StatusEvent, UsageEvent
 from workflows.engine.schemas import ActionSelection
@@ -20,15 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def policy(body: dict) -> object:
     """A reply by what is asked (whatever the order of calls): one extract, then stop."""
-    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
-    replies = {
-        "TaskPlan": taskplan("Summarise"),
-        "ActionSelection": extract_step("docList:round1_upload")[0],
-        "ActionParameters": params(),
-        "RefinementDecision": stop(),
-        "TaskReview": review(),
-    }
-    return replies.get(schema, "Done.")
+    return one_extract(body)
 
 
 async def run_round(owner) -> str | None:

@@ -6,55 +6,15 @@ from __future__ import annotations
 import pytest
 
 from tests.support.browser import ARTIFACTS, send, settled_everywhere, sign_in_to_new_workflow
-from tests.support.fake_openai import FakeReply
-from tests.support.replies import extract_step, params, review, stop, taskplan
+from tests.support.priced import PRICE_SETTINGS, one_extract, priced
 from workflows import pricing
 
 pytestmark = pytest.mark.browser
 
-PRICES = {"input": 2.0, "cached": 0.5, "output": 8.0}
-"""The deployment's prices of these tests, per million tokens, in EUR."""
-PRICED = {
-    "POWERON_PRICE_INPUT": "2",
-    "POWERON_PRICE_CACHED_INPUT": "0.5",
-    "POWERON_PRICE_OUTPUT": "8",
-    "POWERON_PRICE_CURRENCY": "EUR",
-}
-USAGE = {
-    "TaskPlan": (1200, 0, 90),
-    "ActionSelection": (2100, 1024, 140),
-    "ActionParameters": (600, 0, 40),
-    "RefinementDecision": (2600, 2048, 60),
-    "TaskReview": (1500, 1024, 50),
-}
-"""(prompt, cached, completion) tokens the fake server reports per kind of call."""
-ANSWER_USAGE = (3000, 2048, 210)
 
-
-def policy(body: dict) -> FakeReply:
+def policy(body: dict):
     """Extract the upload, stop, answer; every reply reports its usage."""
-    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
-    replies = {
-        "TaskPlan": taskplan("Summarise the notes"),
-        "ActionSelection": extract_step("docList:round1_upload")[0],
-        "ActionParameters": params(),
-        "RefinementDecision": stop(True, "The notes are read."),
-        "TaskReview": review(),
-    }
-    prompt, cached, completion = USAGE.get(schema, ANSWER_USAGE)
-    usage = {"prompt_tokens": prompt, "cached_tokens": cached, "completion_tokens": completion}
-    content = replies.get(schema, "Revenue grew 12 percent.")
-    return FakeReply(content=content, usage=usage, delay=0.1)
-
-
-def priced(usage: dict) -> float:
-    """A call's cost from its stored usage and the configured prices, by hand."""
-    prompt, cached = usage["prompt_tokens"], usage["cached_tokens"]
-    return (
-        (prompt - cached) * PRICES["input"]
-        + cached * PRICES["cached"]
-        + usage["completion_tokens"] * PRICES["output"]
-    ) / 1e6
+    return one_extract(body, answer="Revenue grew 12 percent.", usage=True, delay=0.1)
 
 
 def run_one_round(page, app_url, model, tmp_path) -> list[dict]:
@@ -85,7 +45,7 @@ def cost_of(page, selector: str) -> tuple[float, str, str]:
     )
 
 
-@pytest.mark.parametrize("app_url", [PRICED], indirect=True)
+@pytest.mark.parametrize("app_url", [PRICE_SETTINGS], indirect=True)
 def test_costs_on_the_page_are_the_stored_usage_times_the_prices(page, app_url, model, tmp_path):
     """The step's badge, the round's line and the workflow's meter show the cost of their
     model calls: the exported usage times POWERON_PRICE_*, cached input at its own price;
