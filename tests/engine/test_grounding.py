@@ -68,7 +68,7 @@ async def test_the_answer_lists_only_real_documents_and_flags_invented_ones() ->
     """The prompt names the produced documents; a file the model invents is pointed out."""
     llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), stop(), f"Found it. {CANARY}"])
     events = await collect(make_state(), llm)
-    final_prompt = llm.calls[-1].messages[-1]["content"]
+    final_prompt = llm.calls[-1].messages[0]["content"]
     assert "## Documents produced\n- search_results.json (application/json)" in final_prompt
     answer = of(events, "message")[-1]
     assert [d.name for d in answer.documents] == ["search_results.json"]
@@ -89,7 +89,7 @@ async def test_an_answer_claiming_an_attachment_when_none_exists_is_corrected() 
     events = await collect(make_state(), llm, tools=FakeToolExecutor({"web.search": no_documents}))
     answer = of(events, "message")[-1]
     assert "this round produced no document, so nothing is attached" in answer.content
-    assert "(none: no document was produced" in llm.calls[-1].messages[-1]["content"]
+    assert "(none: no document was produced" in llm.calls[-1].messages[0]["content"]
 
 
 async def test_a_round_where_one_of_two_tasks_fails_says_so_first() -> None:

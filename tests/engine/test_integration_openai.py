@@ -71,8 +71,9 @@ async def test_a_react_round_keeps_stage_two_minimal(fake_openai, llm, store) ->
 
 async def test_prompts_share_a_stable_prefix_across_calls_and_runs(fake_openai, llm) -> None:
     """Providers cache a prompt's prefix: every call that chooses actions starts with the same
-    system message (rules and catalog), in every run; Stage 2 and the answer send no system
-    message; within a step's calls the user message changes only after the task's part."""
+    system message (rules and catalog), in every run; Stage 2 sends no system message, the
+    answer its own, opening with a fixed line, before the user's words; within a step's calls
+    the user message changes only after the task's part."""
     for _ in range(2):
         fake_openai.add(taskplan("t"), select(), params(query="q"), stop(), "ok")
         await collect(make_state(), llm)
@@ -80,7 +81,7 @@ async def test_prompts_share_a_stable_prefix_across_calls_and_runs(fake_openai, 
     systems = {m[0]["content"] for m in structured if m[0]["role"] == "system"}
     assert len(systems) == 1 and "## Catalog" in next(iter(systems))
     answers = [b["messages"] for b in fake_openai.requests if not schema_name(b)]
-    assert len(answers) == 2 and all([m["role"] for m in a] == ["user"] for a in answers)
+    assert len(answers) == 2 and all([m["role"] for m in a] == ["system", "user"] for a in answers)
     assert answers[0][0]["content"].startswith("You are PowerOn")
     stage2 = [b for b in fake_openai.requests if schema_name(b) == "ActionParameters"]
     assert stage2 and all(b["messages"][0]["role"] == "user" for b in stage2)

@@ -120,6 +120,40 @@ async def test_task_plan_and_refine_schemas_are_narrowed_like_stage_one(fake_ope
     assert following["properties"]["action"]["enum"] == first["properties"]["action"]["enum"]
 
 
+async def test_with_documents_attached_the_plan_must_take_actions(fake_openai, llm, store) -> None:
+    """Only an action reads an attached document: the plan's schema then offers no direct
+    answer and asks for at least one task."""
+    fake_openai.add(taskplan("t"), select(), params(query="q"), stop(), "ok")
+    await collect(make_state(), llm, store=store)
+    props = schema_of(bodies(fake_openai, "TaskPlan")[0])["properties"]
+    assert props["approach"] == {"const": "actions", "type": "string"}
+    assert props["tasks"]["minItems"] == 1
+
+
+async def test_without_documents_the_plan_may_answer_directly(fake_openai, llm) -> None:
+    """Without attachments the plan's first key offers "direct" or "actions"."""
+    fake_openai.add({"approach": "direct", "overview": "", "tasks": []}, "Paris.")
+    await collect(make_state(prompt="Capital of France?"), llm)
+    props = schema_of(bodies(fake_openai, "TaskPlan")[0])["properties"]
+    assert props["approach"]["enum"] == ["direct", "actions"]
+    assert list(props)[0] == "approach"
+
+
+async def test_the_review_chooses_met_criteria_among_the_tasks_own(fake_openai, llm) -> None:
+    """The review's metCriteria is an enum of the task's criteria, so a small model cannot
+    write a paragraph there."""
+    fake_openai.add(
+        taskplan("t", criteria="Three facts are listed."), select(), params(query="q"),
+        stop(criteria_met=False), {"status": "success", "metCriteria": ["Three facts are listed."]},
+        "ok",
+    )  # fmt: skip
+    events = await collect(make_state(), llm)
+    fake_openai.assert_complete()
+    props = schema_of(bodies(fake_openai, "TaskReview")[0])["properties"]
+    assert props["metCriteria"]["items"] == {"const": "Three facts are listed.", "type": "string"}
+    assert of(events, "review")[0].metCriteria == ["Three facts are listed."]
+
+
 def test_valid_values_are_read_off_the_calls_schema() -> None:
     """The corrective messages' list of valid values comes from the schema built for the call."""
     output = selection_output(("web.search", "ai.process"), ("docList:round1_upload",), ())
@@ -266,22 +300,44 @@ async def test_a_plan_with_no_tasks_is_answered_from_the_models_own_knowledge() 
     events = await collect(make_state(prompt="What is 17*23?"), llm)
     llm.assert_complete()
     assert [c.kind for c in llm.calls] == ["taskplan", "final"]
-    prompt = llm.calls[1].messages[-1]["content"]
-    assert "answer it yourself from what you know" in prompt and "What is 17*23?" in prompt
+    system, user = llm.calls[1].messages
+    assert "directly from your own knowledge" in system["content"]
+    assert user == {"role": "user", "content": "What is 17*23?"}
     answer = of(events, "message")[-1]
     assert answer.content.startswith("17 × 23 = 391.") and answer.content.endswith(OWN_KNOWLEDGE)
     assert answer.status == "completed" and events[-1].status == "completed"
+
+
+async def test_approach_direct_drops_the_tasks_a_small_model_wrote_anyway() -> None:
+    """The plan's first key decides: "direct" answers without tasks, whatever it listed."""
+    plan = {**taskplan("Compute 17*23", first=select("ai.process")), "approach": "direct"}
+    llm = ScriptedLLM([plan, "391"])
+    events = await collect(make_state(prompt="What is 17*23?"), llm)
+    llm.assert_complete()
+    assert of(events, "taskplan")[0].tasks == [] and not of(events, "step")
+    assert of(events, "message")[-1].content.endswith(OWN_KNOWLEDGE)
 
 
 async def test_an_answer_after_actions_is_grounded_not_marked_as_own_knowledge() -> None:
     """When tools ran, the answer prompt is the grounded one and carries no such mark."""
     llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), stop(), "Found it."])
     events = await collect(make_state(), llm)
-    assert "grounded only in what was done" in llm.calls[-1].messages[-1]["content"]
+    system, user = llm.calls[-1].messages
+    assert "grounded only in what was done" in system["content"]
+    assert user == {"role": "user", "content": "Tell me about PowerOn."}
     assert OWN_KNOWLEDGE not in of(events, "message")[-1].content
 
 
 # --- Saying what is missing ----------------------------------------------------------------
+
+
+async def test_a_direct_answer_is_told_what_is_not_available_here() -> None:
+    """A direct answer's prompt lists the unavailable actions with their reason, so it can
+    say that web search is missing instead of guessing a figure."""
+    llm = ScriptedLLM([{"approach": "direct", "tasks": []}, "Web search is not available."])
+    await collect(make_state(prompt="Population of Oslo?"), llm, tools=ToolsWithoutSearch())
+    system = llm.calls[-1].messages[0]["content"]
+    assert f"## Not available here\n- web.search: {NO_SEARCH}" in system
 
 
 async def test_unavailable_actions_are_listed_with_their_reason() -> None:
@@ -294,20 +350,49 @@ async def test_unavailable_actions_are_listed_with_their_reason() -> None:
         assert "- web.search(" not in system
 
 
-async def test_an_unavailable_action_ends_the_run_with_its_reason() -> None:
-    """The model may choose an unavailable action: nothing runs, the task stops, and the
-    answer says plainly what was missing, not an invented result."""
+async def test_an_unavailable_action_is_said_and_not_offered_again() -> None:
+    """The model may choose an unavailable action: nothing runs, the step says why, the next
+    Stage 1 no longer offers it, and the answer names what was missing."""
     tools = ToolsWithoutSearch()
     llm = ScriptedLLM(
-        [taskplan("Find the population of Oslo"), select("web.search"), json.dumps(
-            {"status": "failed", "reason": "Search is unavailable."}
-        )]
+        [
+            taskplan("Find the population of Oslo", first=select("web.search")),
+            select("ai.process"), params(aiPrompt="Estimate"), stop(), "About 700,000.",
+        ]
     )  # fmt: skip
     events = await collect(make_state(prompt="Population of Oslo?"), llm, tools=tools)
     llm.assert_complete()
-    assert tools.calls == []
+    assert [call.name for call in tools.calls] == ["ai.process"]
     why = f"web.search is not available here: {NO_SEARCH}"
-    assert of(events, "status")[0].reason == why
+    assert why in [s.reason for s in of(events, "status")]
+    assert of(events, "step")[1].status == "failed" and of(events, "step")[1].reason == why
+    retry = llm.calls[1].messages[-1]["content"]
+    assert why in retry  # a learning for the next choice
     answer = of(events, "message")[-1].content
-    assert why in answer and answer.startswith("I could not complete this request.")
+    assert answer.startswith(f"**Not available here:** web.search — {NO_SEARCH}")
+
+
+async def test_when_nothing_else_works_the_answer_says_what_was_missing() -> None:
+    """No step succeeded: the engine's own answer names the unavailable action and why."""
+    failing = ToolsWithoutSearch()
+    llm = ScriptedLLM(
+        [
+            taskplan("Find the population of Oslo", first=select("web.search")),
+            select("ai.process"), params(aiPrompt="x"), stop(criteria_met=False),
+            json.dumps({"status": "failed", "reason": "Nothing found."}),
+        ]
+    )  # fmt: skip
+
+    async def fails(params: Any, ctx: Any) -> Any:
+        from workflows.engine.contracts import ActionResult
+
+        return ActionResult(success=False, error="no data")
+
+    for tool in failing._tools:
+        tool.behaviour = fails
+    events = await collect(make_state(prompt="Population of Oslo?"), llm, tools=failing)
+    llm.assert_complete()
+    answer = of(events, "message")[-1].content
+    assert answer.startswith("I could not complete this request. No step succeeded.")
+    assert f"**Not available here:** web.search — {NO_SEARCH}" in answer
     assert events[-1].status == "failed"

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from typing import Any
 
 from .contracts import DocumentRef, Message, Usage, untrusted
 from .core import RoundContext
 from .events import DeltaEvent, Event, MessageEvent
 from .history import render_history
-from .prompts import build
+from .prompts import build, render_list
+from .selection import unavailable_actions
 
 _EXTENSION = r"\.(?:pdf|md|markdown|html?|docx?|csv|json|txt|xlsx?|pptx?)"
 _FILE_NAME = re.compile(
@@ -89,6 +91,15 @@ def failures_line(ctx: RoundContext) -> str:
     return "**Not everything worked:** " + "; ".join(parts) + "\n\n"
 
 
+def missing_line(ctx: RoundContext) -> str:
+    """The actions the model wanted that are not available here, with why ("" when none)."""
+    missing = {name: why for task in ctx.tasks for name, why in task.missing.items()}
+    if not missing:
+        return ""
+    parts = [f"{name} — {' '.join(why.split())}" for name, why in missing.items()]
+    return "**Not available here:** " + "; ".join(parts) + "\n\n"
+
+
 def unsupported_claims(text: str, ctx: RoundContext, produced: list[DocumentRef]) -> str:
     """A note on files the answer names that do not exist ("" when it names only real ones)."""
     known = {ref.name.lower() for ref in ctx.store.index()}
@@ -112,7 +123,7 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
         text = failed_answer(ctx, documents)
         yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
     else:
-        text = failures_line(ctx)
+        text = failures_line(ctx) + missing_line(ctx)
         if text:
             yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
         messages = answer_messages(ctx, documents)
@@ -146,22 +157,31 @@ def answer_messages(ctx: RoundContext, documents: list[DocumentRef]) -> list[Mes
     needed no task, the model answers from its own knowledge and the conversation."""
     if not ctx.tasks:
         history = render_history(ctx.history(), ctx.round, max_chars=ctx.state.caps.history_chars)
-        return build(
-            "direct",
-            system=False,
-            language=ctx.state.language,
-            prompt=ctx.state.prompt,
-            history=history,
+        missing = render_list(
+            [f"{name}: {why}" for name, why in unavailable_actions(ctx).items()], empty="(none)"
         )
-    return build(  # no system message: the rules are about choosing actions
+        return chat("direct", ctx, language=ctx.state.language, history=history, missing=missing)
+    return chat(
         "final",
-        system=False,
+        ctx,
         language=ctx.state.language,
-        prompt=ctx.state.prompt,
         outcome=outcome_text(ctx),
         documents=documents_text(documents),
         results=results_text(ctx),
     )
+
+
+def chat(name: str, ctx: RoundContext, **values: Any) -> list[Message]:
+    """The answer's prompt shaped as a chat: the template (what was done, how to answer) as
+    the system message, the user's own words as the last message, the one a model answers
+    (small models otherwise answer, or echo, the prompt's last section)."""
+    (instructions,) = build(name, system=False, **values)
+    return [{"role": "system", "content": instructions["content"]}, user_message(ctx)]
+
+
+def user_message(ctx: RoundContext) -> Message:
+    """The user's request as they wrote it."""
+    return {"role": "user", "content": ctx.state.prompt}
 
 
 def failed_answer(ctx: RoundContext, documents: list[DocumentRef]) -> str:
@@ -174,7 +194,10 @@ def failed_answer(ctx: RoundContext, documents: list[DocumentRef]) -> str:
         kept = "Documents kept from the attempt: " + ", ".join(d.name for d in documents)
     else:
         kept = "No document was produced."
-    return "\n\n".join(["I could not complete this request. No step succeeded.", *tasks, kept])
+    head = "I could not complete this request. No step succeeded."
+    if missing := missing_line(ctx).strip():
+        head = f"{head}\n\n{missing}"
+    return "\n\n".join([head, *tasks, kept])
 
 
 def unavailable_answer(ctx: RoundContext) -> MessageEvent:

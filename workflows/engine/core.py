@@ -100,6 +100,9 @@ class TaskState:
     proposed: ActionSelection | None = None
     """The next action chosen with the last refinement decision, checked like Stage 1; the
     next step takes it instead of asking Stage 1 again."""
+    missing: dict[str, str] = field(default_factory=dict)
+    """Unavailable actions the model chose for this task, with the reason: not offered again,
+    and named in the answer."""
 
     def next_action(self) -> int:
         """The next action number; numbering goes on across retries so labels never clash."""

@@ -134,6 +134,14 @@ def stream_pieces(text: str) -> list[str]:
     return [*pieces, rest] if rest else pieces
 
 
+def answer_prompt(messages: Sequence[Message]) -> str:
+    """The answer's prompt as one text: its instructions, then the user's words as the
+    "User request" section."""
+    if len(messages) < 2:
+        return messages[-1]["content"] if messages else ""
+    return f"{messages[0]['content']}\n\n## User request\n{messages[-1]['content']}"
+
+
 class DemoLLM:
     """A deterministic policy behind the LLM protocol, paced like a model when asked."""
 
@@ -328,7 +336,7 @@ class DemoLLM:
     async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:
         """A plain-text answer (the extractive final answer)."""
         started = time.perf_counter()
-        text = self.final(messages[-1]["content"] if messages else "")
+        text = self.final(answer_prompt(messages))
         await self._wait(self.call_delay(kind, text))
         return TextCompletion(text, self._usage(kind, started))
 
@@ -337,7 +345,7 @@ class DemoLLM:
     ) -> AsyncIterator[str | Usage]:
         """The extractive answer in small pieces with short pauses, then its usage."""
         started = time.perf_counter()
-        text = self.final(messages[-1]["content"] if messages else "")
+        text = self.final(answer_prompt(messages))
         await self._wait(self.call_delay(kind, text))  # until the first piece
         pieces = stream_pieces(text)
         pause = self.piece_delay(len(pieces))

@@ -96,10 +96,9 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
     prepared: Out[Prepared] = Out()
     if selection.value is not None:
         missing = unavailable_actions(ctx, task.item.taskType).get(selection.value.action)
-        if missing is not None:  # say what is missing instead of working around it
+        if missing is not None:  # said in the step and the answer; the next step chooses again
             async for event in unavailable_step(ctx, step, selection.value.action, missing):
                 yield event
-            stop.value = True
             return
         async for event in act(ctx, step, selection.value, prepared):
             yield event

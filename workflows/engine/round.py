@@ -26,7 +26,7 @@ from .guards import allowed_tools
 from .history import render_history
 from .prompts import build, render_connections, render_documents, selection_format
 from .ranking import task_view
-from .schemas import TaskItem, TaskPlan, TaskReview, taskplan_output
+from .schemas import TaskItem, TaskPlan, TaskReview, review_output, taskplan_output
 from .selection import choosable, reference_choices, unavailable_actions
 from .state import RoundState
 
@@ -84,6 +84,8 @@ async def run_tasks(ctx: RoundContext) -> AsyncIterator[Event]:
             yield event
     fallback = TaskItem(objective=ctx.state.prompt, successCriteria=["The request is answered."])
     taskplan = planned.value or TaskPlan(tasks=[fallback])
+    if taskplan.approach == "direct":
+        taskplan = taskplan.model_copy(update={"tasks": [], "firstAction": None})
     yield TaskPlanEvent(round=ctx.round, overview=taskplan.overview, tasks=taskplan.tasks)
     ctx.tasks = [TaskState(n, item) for n, item in enumerate(taskplan.tasks[:MAX_TASKS], start=1)]
     for task in ctx.tasks:
@@ -124,6 +126,7 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
     """Split the round into tasks with success criteria; in React mode the plan may carry the
     first task's first action (one call fewer: its Stage 1)."""
     react = ctx.state.mode == "react"
+    attached = [r for r in ctx.store.index() if r.round == ctx.round and r.source == "uploaded"]
     view = task_view(
         allowed_tools(ctx.state.policy, "general", ctx.tools.tools()), ctx.state.prompt
     )
@@ -150,6 +153,7 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
         choosable(ctx, "general", view.shown) if not view.hidden else (),
         reference_choices(ctx.store.index()),
         tuple(c.label for c in ctx.state.connections),
+        direct=not attached,
     )
     async for event in ask(ctx, messages, output=output, kind="taskplan", out=out):
         yield event
@@ -257,7 +261,6 @@ async def review(ctx: RoundContext, task: TaskState, out: Out[TaskReview]) -> As
         steps=task.steps_text(latest_observation=True),
         stopped=f"{task.stop_code}: {task.stop_reason}",
     )
-    async for event in ask(
-        ctx, messages, output=TaskReview, kind="review", out=out, task=task.number
-    ):
+    output = review_output(tuple(task.item.successCriteria))
+    async for event in ask(ctx, messages, output=output, kind="review", out=out, task=task.number):
         yield event

@@ -175,6 +175,9 @@ class TaskPlan(ModelOutput):
     """A round split into tasks; no tasks means the request is answered directly. In React
     mode the plan may carry the first task's first action, as Stage 1 would write it."""
 
+    approach: Literal["direct", "actions"] = "actions"
+    """Decided first: "direct" answers without any action (the tasks are then ignored), so a
+    small model makes the choice as one word rather than as an empty list."""
     overview: Text = ""
     tasks: list[TaskItem] = Field(default_factory=list, max_length=8)
     firstAction: ActionSelection | None = None
@@ -337,6 +340,20 @@ def refinement_output(
     return _narrowed(RefinementDecision, next=(selection | None, None))
 
 
+@functools.lru_cache(maxsize=256)
+def review_output(criteria: tuple[str, ...]) -> type[TaskReview]:
+    """The review for this task: the met criteria are chosen among the task's own (none when
+    it has none), the improvements few."""
+    met: Any = (list[Line], Field(default_factory=list, max_length=0))
+    if criteria:
+        met = (list[_choice(criteria)], Field(default_factory=list, max_length=len(criteria)))  # type: ignore[misc]
+    return _narrowed(
+        TaskReview,
+        metCriteria=met,
+        improvements=(list[Line], Field(default_factory=list, max_length=3)),
+    )
+
+
 class _TaskPlanAlone(TaskPlan):
     """A task plan asked for without a first action: one given anyway is dropped, not run."""
 
@@ -358,20 +375,28 @@ def taskplan_output(
     actions: tuple[str, ...] = (),
     references: tuple[str, ...] = (),
     connections: tuple[str, ...] = (),
+    direct: bool = True,
 ) -> type[TaskPlan]:
     """The task plan for this call: at most `max_tasks` tasks of the known types (none when
     the request needs no action); with `first`, a first action narrowed like Stage 1's (its
-    name free when `actions` is empty), otherwise none."""
+    name free when `actions` is empty), otherwise none. Without `direct` (documents came with
+    the request: only an action reads them) the approach is "actions" and a task is needed."""
     item = _narrowed(
         TaskItem,
         taskType=(_choice(TASK_TYPES), "general"),
-        successCriteria=(list[Line], Field(default_factory=list, max_length=4)),
+        successCriteria=(list[Line], Field(default_factory=list, max_length=3)),
     )
-    tasks: Any = (list[item], Field(default_factory=list, max_length=max_tasks))  # type: ignore[valid-type]
+    tasks: Any = (
+        list[item],  # type: ignore[valid-type]
+        Field(default_factory=list, min_length=0 if direct else 1, max_length=max_tasks),
+    )
+    fields: dict[str, Any] = {"tasks": tasks}
+    if not direct:
+        fields["approach"] = (Literal["actions"], "actions")
     if not first:
-        return _narrowed(_TaskPlanAlone, tasks=tasks)
+        return _narrowed(_TaskPlanAlone, **fields)
     action = selection_output(actions, references, connections)
-    return _narrowed(TaskPlan, tasks=tasks, firstAction=(action | None, None))
+    return _narrowed(TaskPlan, firstAction=(action | None, None), **fields)
 
 
 @functools.lru_cache(maxsize=256)

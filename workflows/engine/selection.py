@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 from .actions import failed_observation, record_step
@@ -49,11 +49,14 @@ def unavailable_actions(ctx: RoundContext, task_type: str = "general") -> dict[s
     }
 
 
-def choosable(ctx: RoundContext, task_type: str, tools: Sequence[Tool]) -> tuple[str, ...]:
-    """The action names an answer may hold: the task's tools, and the unavailable ones (choosing
-    one ends the task with its reason, so the user learns what is missing)."""
+def choosable(
+    ctx: RoundContext, task_type: str, tools: Sequence[Tool], tried: Iterable[str] = ()
+) -> tuple[str, ...]:
+    """The action names an answer may hold: the task's tools, and the unavailable ones not
+    `tried` yet (choosing one runs nothing: the step says why, the answer names it)."""
     names = [tool.name for tool in tools]
-    names += [n for n in unavailable_actions(ctx, task_type) if "*" not in n and n not in names]
+    skip = {*names, *tried}
+    names += [n for n in unavailable_actions(ctx, task_type) if "*" not in n and n not in skip]
     return tuple(names)
 
 
@@ -70,7 +73,9 @@ def selection_choices(
 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """The actions (none: any name), references and connection labels a selection for this
     task may hold."""
-    names = choosable(ctx, task.item.taskType, task_tools(ctx, task)) if actions else ()
+    names = (
+        choosable(ctx, task.item.taskType, task_tools(ctx, task), task.missing) if actions else ()
+    )
     references = reference_choices(ctx.store.index())
     return names, references, tuple(c.label for c in ctx.state.connections)
 
@@ -129,7 +134,7 @@ def selection_messages(
 def selection_check(ctx: RoundContext, task: TaskState) -> Callable[[ActionSelection], Any]:
     """Stage 1's rules for a chosen action: in the task's catalog, references that resolve,
     a connection the user has. Refine's next action is held to the same rules."""
-    names = set(choosable(ctx, task.item.taskType, task_tools(ctx, task)))
+    names = set(choosable(ctx, task.item.taskType, task_tools(ctx, task), task.missing))
     labels = {c.label for c in ctx.state.connections}
 
     def check(selection: ActionSelection) -> ActionSelection:
@@ -156,13 +161,15 @@ def selection_check(ctx: RoundContext, task: TaskState) -> Callable[[ActionSelec
 async def unavailable_step(
     ctx: RoundContext, step: Step, action: str, reason: str
 ) -> AsyncIterator[Event]:
-    """The model chose an action that is not available here: the step fails with the reason
-    and the task stops, so the answer says plainly what was missing."""
+    """The model chose an action that is not available here: nothing runs, the step fails
+    with the reason, the action is not offered again in this task, and the answer names it;
+    the next step chooses again."""
     task = step.task
     why = f"{action} is not available here: {reason}"
+    task.missing[action] = reason
+    ctx.add_learnings([why])
     observation = failed_observation(ctx, step, why)
     async for event in record_step(ctx, step, None, observation, status="failed", name=action):
         yield event
+    yield ctx.status("info", why, task=task.number, action=step.action)
     yield ctx.end_step(step, reason=why)
-    task.stop_code, task.stop_reason = "step_failed", why
-    yield ctx.status("step_failed", why, task=task.number, action=step.action)
