@@ -92,7 +92,9 @@ async def test_an_mcp_tool_is_chosen_approved_run_and_observed(alice, model, set
     assert "- calc.add(a,b): Add two integers and return the sum." in stage_one
     fence = stage_one.index("<<<UNTRUSTED DATA from MCP servers")
     assert fence < stage_one.index("calc.add(a,b)") < stage_one.index("<<<END UNTRUSTED DATA")
-    assert "broken." not in stage_one
+    assert "- broken." not in stage_one.split("Unavailable here")[0]  # not in the catalog
+    assert "- broken.*: the MCP server broken cannot be used now" in stage_one
+    assert "nonexistent" not in stage_one  # the failure's own text stays out of prompts
     stage_two = text_of(model.requests[2])
     assert "- a (number, required)" in stage_two and "- b (number, required)" in stage_two
 
@@ -166,7 +168,9 @@ async def test_a_users_own_server_is_theirs_alone_and_failures_show_in_the_tools
             assert "my_wiki.add" not in {t.name for t in theirs.tools.tools()}
             assert "calc.add" in {t.name for t in theirs.tools.tools()}
             assert "my-wiki" not in mine.connections  # its token is the server's, not a prompt's
-            assert mine.tools.unavailable()["broken.*"].startswith("MCP server broken")
+            assert (
+                mine.tools.unavailable()["broken.*"] == "the MCP server broken cannot be used now"
+            )
         finally:
             await setup.close_parts(mine)
             await setup.close_parts(theirs)

@@ -328,7 +328,12 @@ async def build(workflow: ChatWorkflow) -> RoundParts:
     for a round (the model and the MCP connections are made in the round's own loop)."""
     connections = await database_sync_to_async(list)(workflow.owner.connections.all())
     hub = mcp.McpHub(mcp_servers(connections), allow_hosts=settings.POWERON_FETCH_ALLOW_HOSTS)
-    extra, unavailable = await hub.catalog() if hub.servers else ([], {})
+    extra, failures = await hub.catalog() if hub.servers else ([], {})
+    # The model is told that a server's tools are missing, in our words: a failure's text may
+    # carry the server's own (the Tools panel shows it whole).
+    unavailable = {
+        name: f"the MCP server {name.split('.')[0]} cannot be used now" for name in failures
+    }
     return RoundParts(
         llm=build_llm(),
         tools=build_tools(

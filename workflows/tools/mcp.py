@@ -52,7 +52,7 @@ CONNECT_SECONDS = 20.0
 DESCRIPTION_CHARS = 160
 """A tool's description as the model sees it (the first sentence, at most this long)."""
 PARAMETER_NOTE_CHARS = 120
-RESERVED_METHODS = frozenset({"web", "document", "ai"})
+RESERVED_METHODS = frozenset({"web", "document", "ai", "catalog"})
 """The built-in actions' methods: no server may take their names."""
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,30}$")
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_]+")
