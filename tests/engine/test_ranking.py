@@ -18,6 +18,7 @@ from tests.engine.conftest import (
     stop,
     taskplan,
 )
+from tests.support.mcp_server import SUBJECTS
 from workflows.engine import ranking
 from workflows.engine.contracts import ActionResult
 from workflows.engine.prompts import render_catalog
@@ -30,19 +31,6 @@ from workflows.engine.ranking import (
     terms,
 )
 from workflows.engine.testing import FakeTool, FakeToolExecutor, ScriptedLLM, fake_tools
-
-SUBJECTS = [
-    ("invoice", "Look up an invoice by its number and return its status and amount."),
-    ("weather", "Give the weather forecast for a place and a day."),
-    ("ticket", "Open a support ticket with a title and a description."),
-    ("calendar", "List the calendar events of a day."),
-    ("stock", "Give the latest price of a stock symbol."),
-    ("translate", "Translate a short text into another language."),
-    ("unit", "Convert a quantity from one unit to another."),
-    ("contact", "Find a contact's e-mail address by name."),
-    ("shipment", "Track a shipment by its tracking number."),
-    ("recipe", "Find a recipe by its main ingredient."),
-]
 
 
 class Query(BaseModel):
