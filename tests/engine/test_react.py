@@ -273,7 +273,8 @@ async def test_two_invalid_parameter_answers_fail_the_step() -> None:
     errors = of(events, "error")
     assert [e.retrying for e in errors] == [True, False]
     assert errors[0].message == (
-        "The model's answer for the action parameters was not valid: query: Field required"
+        "The model's answer for the action parameters was not valid: parameters.query: Field "
+        "required"
     )
     assert of(events, "status")[0].code == "step_failed"
     assert of(events, "step")[-1].status == "failed"

@@ -154,6 +154,24 @@ async def test_the_review_chooses_met_criteria_among_the_tasks_own(fake_openai, 
     assert of(events, "review")[0].metCriteria == ["Three facts are listed."]
 
 
+async def test_stage_two_schema_types_the_asked_fields_as_the_action_does(fake_openai, llm) -> None:
+    """Stage 2's schema holds exactly the fields Stage 1 asked for, typed by the action's own
+    model (an enum stays an enum), so `"format": "md"` cannot be sent."""
+    fields = {"fields": [{"name": "query", "type": "string"}, {"name": "searchDepth"}]}
+    fake_openai.add(
+        taskplan("t"), select(parametersSchema=fields), params(query="q", searchDepth="basic"),
+        stop(), "ok",
+    )  # fmt: skip
+    events = await collect(make_state(), llm)
+    fake_openai.assert_complete()
+    schema = schema_of(bodies(fake_openai, "ActionParameters")[0])
+    values = resolved(schema, schema["properties"]["parameters"])
+    assert set(values["properties"]) == {"query", "searchDepth"}
+    depth = resolved(schema, values["properties"]["searchDepth"])
+    assert depth["enum"] == ["basic", "advanced"]
+    assert of(events, "act")[0].parameters["query"] == "q"
+
+
 def test_valid_values_are_read_off_the_calls_schema() -> None:
     """The corrective messages' list of valid values comes from the schema built for the call."""
     output = selection_output(("web.search", "ai.process"), ("docList:round1_upload",), ())

@@ -21,7 +21,12 @@ from .defaults import DefaultsContext
 from .events import ActEvent, AskEvent, ErrorEvent, Event, PlanEvent, RefineEvent
 from .prompts import parameters_prompt, reconcile_schema, render_observation
 from .ranking import SEARCH_ACTION
-from .schemas import ActionParameters, ActionSelection, Observation, RefinementDecision
+from .schemas import (
+    ActionSelection,
+    Observation,
+    RefinementDecision,
+    parameters_output,
+)
 from .selection import (
     refinement_output_for,
     selection_messages,
@@ -206,7 +211,7 @@ async def act(
         async for event in ask(
             ctx,
             messages,
-            output=ActionParameters,
+            output=parameters_output(tool.Parameters, tuple(f.name for f in schema.fields)),
             kind="parameters",
             out=out,
             check=lambda answer: prepare_parameters(tool, answer.parameters, defaults),

@@ -296,7 +296,8 @@ def plain(value: M) -> M:
     base = _PLAIN.get(type(value))
     if base is None:
         return value
-    return base.model_validate(value.model_dump(by_alias=True))  # type: ignore[return-value]
+    values = value.model_dump(by_alias=True, exclude_unset=True)  # defaults stay the plain one's
+    return base.model_validate(values)  # type: ignore[return-value]
 
 
 def _selection_fields(
@@ -352,6 +353,25 @@ def review_output(criteria: tuple[str, ...]) -> type[TaskReview]:
         metCriteria=met,
         improvements=(list[Line], Field(default_factory=list, max_length=3)),
     )
+
+
+@functools.lru_cache(maxsize=256)
+def parameters_output(model: type[BaseModel], names: tuple[str, ...]) -> type[ActionParameters]:
+    """Stage 2's answer for this call: `parameters` holds exactly the fields Stage 1 asked
+    for, typed as the action's own model types them (enums, numbers, bounds), so a server that
+    enforces the schema cannot send `"format": "md"` to an action that takes markdown or text."""
+    fields: dict[str, Any] = {
+        name: (model.model_fields[name].annotation, model.model_fields[name])
+        for name in names
+        if name in model.model_fields
+    }
+    if not fields:
+        return ActionParameters
+    # Sent closed (additionalProperties false, so it can be strict); an unknown key a server
+    # lets through is kept for prepare_parameters, which drops it and says so.
+    config = ConfigDict(extra="allow", json_schema_extra={"additionalProperties": False})
+    values = create_model(f"{model.__name__}Values", __config__=config, **fields)
+    return _narrowed(ActionParameters, parameters=(values, ...))
 
 
 class _TaskPlanAlone(TaskPlan):
