@@ -258,7 +258,8 @@ async def poweron(
     system = system or mode
     store, trace = uploaded(work), Trace()
     uses_documents = {tool.name for tool in tools if tool.uses_documents}
-    state = RoundState(mode=mode, round=1, prompt=work.prompt)  # type: ignore[arg-type]
+    # A hosted provider with a prompt cache: the schemas the host sends such a provider.
+    state = RoundState(mode=mode, round=1, prompt=work.prompt, schemas="stable")  # type: ignore[arg-type]
     seconds, completed, reported = 0.0, False, False
     methods: dict[int, str] = {}
     async with KindRecordingLLM(

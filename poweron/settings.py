@@ -225,6 +225,11 @@ POWERON_LLM_TIMEOUT = env_int("POWERON_LLM_TIMEOUT", 60)
 # Seconds added to the timeout per 1,000 tokens of prompt and answer limit: for slow local
 # servers (a small model on a CPU reads about 50 tokens/s), 0 for hosted ones.
 POWERON_LLM_TIMEOUT_PER_1K = env_float("POWERON_LLM_TIMEOUT_PER_1K", 0.0)
+# How far each call's JSON schema follows the live state: narrow (it also lists the documents
+# that exist: best for small local models), stable (the same schema across a task's calls, so a
+# provider's prompt cache holds), or auto: narrow for a server on this machine or a private
+# network, stable for a hosted provider.
+POWERON_LLM_SCHEMAS = os.environ.get("POWERON_LLM_SCHEMAS", "auto").strip().lower()
 # How long the demo model takes per call, typically (ms): it paces itself like a model.
 POWERON_DEMO_DELAY_MS = env_int("POWERON_DEMO_DELAY_MS", 500)
 POWERON_MAX_STEPS = env_int("POWERON_MAX_STEPS", 5)

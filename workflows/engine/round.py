@@ -27,7 +27,7 @@ from .history import render_history
 from .prompts import build, render_connections, render_documents, selection_format
 from .ranking import task_view
 from .schemas import TaskItem, TaskPlan, TaskReview, review_output, taskplan_output
-from .selection import choosable, reference_choices, unavailable_actions
+from .selection import choosable, schema_references, unavailable_actions
 from .state import RoundState
 
 MAX_TASKS = 5
@@ -151,7 +151,7 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
         MAX_TASKS,
         react,
         choosable(ctx, "general", view.shown) if not view.hidden else (),
-        reference_choices(ctx.store.index()),
+        schema_references(ctx),
         tuple(c.label for c in ctx.state.connections),
         direct=not attached,
     )

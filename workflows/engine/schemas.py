@@ -301,14 +301,16 @@ def plain(value: M) -> M:
 
 
 def _selection_fields(
-    actions: tuple[str, ...], references: tuple[str, ...], connections: tuple[str, ...]
+    actions: tuple[str, ...], references: tuple[str, ...] | None, connections: tuple[str, ...]
 ) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "learnings": (list[Line], Field(default_factory=list, max_length=5)),
     }
     if actions:
         fields["action"] = (_choice(actions), ...)
-    if references:
+    if references is None:  # not enumerated: checked after the answer (a stable schema)
+        pass
+    elif references:
         shown = references[-REFERENCES_SHOWN:]
         fields["requiredInputDocuments"] = (
             list[_choice(shown)],  # type: ignore[misc]
@@ -325,16 +327,21 @@ def _selection_fields(
 
 @functools.lru_cache(maxsize=256)
 def selection_output(
-    actions: tuple[str, ...], references: tuple[str, ...] = (), connections: tuple[str, ...] = ()
+    actions: tuple[str, ...],
+    references: tuple[str, ...] | None = (),
+    connections: tuple[str, ...] = (),
 ) -> type[ActionSelection]:
     """Stage 1's answer for this call: `action` one of `actions`, references among those that
-    exist (none when there are none), the connection one of the user's labels or null."""
+    exist (none when there are none; any, checked after the answer, when None), the connection
+    one of the user's labels or null."""
     return _narrowed(ActionSelection, **_selection_fields(actions, references, connections))
 
 
 @functools.lru_cache(maxsize=256)
 def refinement_output(
-    actions: tuple[str, ...], references: tuple[str, ...] = (), connections: tuple[str, ...] = ()
+    actions: tuple[str, ...],
+    references: tuple[str, ...] | None = (),
+    connections: tuple[str, ...] = (),
 ) -> type[RefinementDecision]:
     """Refine's answer for this call: its next action narrowed like Stage 1's."""
     selection = selection_output(actions, references, connections)
@@ -393,7 +400,7 @@ def taskplan_output(
     max_tasks: int,
     first: bool,
     actions: tuple[str, ...] = (),
-    references: tuple[str, ...] = (),
+    references: tuple[str, ...] | None = (),
     connections: tuple[str, ...] = (),
     direct: bool = True,
 ) -> type[TaskPlan]:

@@ -60,6 +60,14 @@ def choosable(
     return tuple(names)
 
 
+def schema_references(ctx: RoundContext) -> tuple[str, ...] | None:
+    """The references a call's schema enumerates: those that exist (narrow schemas), or None
+    (stable schemas: the answer's references are checked after it)."""
+    if ctx.state.schemas == "stable":
+        return None
+    return reference_choices(ctx.store.index())
+
+
 def reference_choices(index: Sequence[DocumentRef]) -> tuple[str, ...]:
     """The references an answer may name: the newest docList labels, then the newest single
     documents as docItem references."""
@@ -70,14 +78,13 @@ def reference_choices(index: Sequence[DocumentRef]) -> tuple[str, ...]:
 
 def selection_choices(
     ctx: RoundContext, task: TaskState, *, actions: bool = True
-) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """The actions (none: any name), references and connection labels a selection for this
-    task may hold."""
+) -> tuple[tuple[str, ...], tuple[str, ...] | None, tuple[str, ...]]:
+    """The actions (none: any name), references (None: any, checked after the answer) and
+    connection labels a selection for this task may hold."""
     names = (
         choosable(ctx, task.item.taskType, task_tools(ctx, task), task.missing) if actions else ()
     )
-    references = reference_choices(ctx.store.index())
-    return names, references, tuple(c.label for c in ctx.state.connections)
+    return names, schema_references(ctx), tuple(c.label for c in ctx.state.connections)
 
 
 def selection_output_for(

@@ -105,3 +105,9 @@ class RoundState(BaseModel):
     """What the model's tokens cost; None when its price is unknown (or no model costs)."""
     policy: Policy = Field(default_factory=Policy)
     caps: Caps = Field(default_factory=Caps)
+    schemas: Literal["narrow", "stable"] = "narrow"
+    """How far each structured call's JSON schema follows the live state. narrow: it also
+    enumerates the documents that exist (a local server turns it into a grammar, which keeps
+    a small model's references valid); stable: references are checked after the answer, so
+    the calls of a task send the same schema and a provider's prompt cache, which counts the
+    schema as the start of the prompt, holds across them."""

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -18,6 +19,7 @@ from workflows.engine.money import Prices
 from workflows.engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
 from workflows.models import ChatMessage, ChatWorkflow
 from workflows.tools import isolation, mcp
+from workflows.tools.addresses import literal_address, non_public_reason
 
 logger = logging.getLogger(__name__)
 
@@ -263,6 +265,7 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
             **cost_budget(workflow, prices),
         ),
         prices=prices,
+        schemas=call_schemas(),
         policy=Policy(
             approval=[
                 *settings.POWERON_APPROVAL_METHODS,
@@ -271,6 +274,22 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
         ),
     )
     return state.model_dump(mode="json")
+
+
+def call_schemas() -> str:
+    """POWERON_LLM_SCHEMAS, with auto decided by where the model server is: narrow schemas for
+    one on this machine or a private network (llama.cpp, vLLM and Ollama make grammars of
+    them), stable ones for a hosted provider (its prompt cache counts the schema)."""
+    choice = settings.POWERON_LLM_SCHEMAS
+    if choice in ("narrow", "stable"):
+        return choice
+    if choice != "auto":
+        logger.warning("POWERON_LLM_SCHEMAS=%r is not auto, narrow or stable; auto is used", choice)
+    host = (urlsplit(settings.POWERON_LLM_BASE_URL).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return "narrow"
+    address = literal_address(host)
+    return "narrow" if address is not None and non_public_reason(address) else "stable"
 
 
 def model_prices() -> Prices | None:

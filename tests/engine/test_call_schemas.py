@@ -1,0 +1,85 @@
+"""Narrow or stable call schemas, through the real openai client against the localhost fake
+model server: narrow ones enumerate the documents that exist (for small local models); stable
+ones stay the same across a task's calls, so a provider's prompt cache (which counts the
+schema as the start of the prompt) holds, and references are checked after the answer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.engine.conftest import collect, make_state, of, params, select, stop, taskplan
+from tests.engine.test_integration_openai import schema_name
+from workflows.engine.llm import OpenAICompatibleLLM
+
+NOTES = "docList:round1_uploads"
+
+
+@pytest.fixture
+async def llm(fake_openai):
+    async with OpenAICompatibleLLM(
+        base_url=fake_openai.url, api_key="sk-test", model="fake-model", max_retries=0
+    ) as client:
+        yield client
+
+
+def two_searches() -> list:
+    """Two web searches, each producing a document: the second Stage 1 sees one more."""
+    first = select("web.search", requiredInputDocuments=[NOTES])
+    return [
+        taskplan("Find facts"),
+        first,
+        params(query="PowerOn"),
+        {"decision": "continue", "reason": "More.", "next": None},
+        select("web.search"),
+        params(query="PowerOn again"),
+        stop(),
+        "PowerOn is a chat.",
+    ]
+
+
+def stage_one_schemas(fake_openai) -> list[str]:
+    return [
+        json.dumps(body["response_format"], sort_keys=True)
+        for body in fake_openai.requests
+        if schema_name(body) == "ActionSelection"
+    ]
+
+
+@pytest.mark.parametrize("schemas", ["narrow", "stable"])
+async def test_stage_one_schemas_follow_the_documents_only_when_narrow(
+    fake_openai, llm, store, schemas
+):
+    fake_openai.add(*two_searches())
+    events = await collect(make_state(schemas=schemas), llm, store=store)
+    fake_openai.assert_complete()
+    assert events[-1].status == "completed"
+    first, second = stage_one_schemas(fake_openai)
+    if schemas == "stable":
+        assert first == second  # the cacheable start of both calls is the same
+        assert NOTES not in first
+    else:
+        assert first != second  # the second lists the document the first search produced
+        assert NOTES in first and NOTES in second
+
+
+async def test_a_stable_schema_still_refuses_a_reference_that_does_not_exist(
+    fake_openai, llm, store
+):
+    """Not enumerated in the schema, a reference is checked after the answer: a corrective
+    retry names the valid ones."""
+    fake_openai.add(
+        taskplan("Find facts"),
+        select("web.search", requiredInputDocuments=["docList:round9_nothing"]),
+        select("web.search", requiredInputDocuments=[NOTES]),
+        params(query="PowerOn"),
+        stop(),
+        "PowerOn is a chat.",
+    )
+    events = await collect(make_state(schemas="stable"), llm, store=store)
+    fake_openai.assert_complete()
+    errors = of(events, "error")
+    assert errors and errors[0].kind == "reference" and errors[0].retrying
+    retry = fake_openai.requests[2]["messages"][-1]["content"]
+    assert NOTES in retry
