@@ -298,7 +298,7 @@ def test_invalid_output_twice_fails_the_round_with_exit_one(var_dir) -> None:
         server.add(
             taskplan("Find facts"),
             "not json at all",
-            {"action": "web.search"},  # still invalid: the required fields are missing
+            {"action": "web.teleport"},  # still invalid: no such action
             review("success"),
         )
         run = run_workflow(var_dir, "Find facts", settings=model_settings(server))

@@ -349,7 +349,8 @@ class OpenAICompatibleLLM:
         except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError):
             if not self.max_retries:
                 raise
-            return await self._create(params)
+            retrying = self._client.with_options(max_retries=self.max_retries - 1)
+            return await self._create(params, client=retrying)
 
     async def _calling(self, call: Callable[[], Awaitable[R]]) -> R:
         """Make the call (the SDK retries connection errors, timeouts, 429 and 5xx); what

@@ -286,8 +286,9 @@ def _choice(values: Sequence[str]) -> Any:
 
 
 def _narrowed(base: type[M], **fields: Any) -> type[M]:
-    model = create_model(base.__name__, __base__=base, **fields)
-    _PLAIN[model] = _PLAIN.get(base, base)
+    plain = _PLAIN.get(base, base)
+    model = create_model(plain.__name__, __base__=base, **fields)  # the schema's name
+    _PLAIN[model] = plain
     return model
 
 
