@@ -1,0 +1,293 @@
+"""A small-model benchmark: six fixed tasks in React mode against a real OpenAI-compatible
+model server, each outcome checked against facts the suite knows.
+
+The engine runs as in the app (the real `openai` client, the real tools, documents in memory);
+web pages come from the tests' local test site, and no search provider is configured, so web
+search is unavailable on purpose. Prints, per task, whether it succeeded, its final status,
+model calls, tokens and seconds; then the success rate and the issue's goals.
+
+    .venv/bin/python bench/real_model.py --base-url http://127.0.0.1:8081/v1 \\
+        --model qwen2.5-coder-0.5b [--timeout 120] [--timeout-per-1k 30] [--only arithmetic]
+
+Without a server it prints how to start one (llama.cpp's llama-server) and exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support.website import TestWebsite  # noqa: E402
+from workflows.engine.controls import AutoControls  # noqa: E402
+from workflows.engine.events import ErrorEvent, Event, MessageEvent, RoundEvent, UsageEvent  # noqa: E402
+from workflows.engine.llm import OpenAICompatibleLLM  # noqa: E402
+from workflows.engine.round import run_round  # noqa: E402
+from workflows.engine.state import Budgets, RoundState  # noqa: E402
+from workflows.engine.testing import MemoryStore  # noqa: E402
+from workflows.tools.registry import ToolRegistry  # noqa: E402
+
+HOW_TO_START = """\
+No model server given. Start a small model with llama.cpp's llama-server (see the README's
+"Running on a small local model"), for example:
+
+    llama-server -m qwen2.5-coder-0.5b-instruct-q4_k_m.gguf --alias qwen2.5-coder-0.5b \\
+        --host 127.0.0.1 --port 8081 -c 8192 -np 1 -t 1
+
+then run:
+
+    .venv/bin/python bench/real_model.py --base-url http://127.0.0.1:8081/v1 \\
+        --model qwen2.5-coder-0.5b --timeout 120 --timeout-per-1k 30
+"""
+
+NOTES = """Project Aurora status notes
+The Riga office now has 14 engineers.
+The new battery lab opened on 3 March.
+The budget for 2025 is 2.4 million euros.
+The next review meeting is on 12 June.
+"""
+NOTE_FACTS = ("14", "2.4", "3 March", "12 June")
+UNAVAILABLE = re.compile(
+    r"not available|unavailable|no search|cannot (?:search|browse|access)|can't (?:search|browse)"
+    r"|unable to (?:search|browse|access)",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Outcome:
+    """What one task's round left behind, for its check."""
+
+    answer: str
+    status: str
+    produced: dict[str, str]
+    """Produced document name → text (binary ones empty)."""
+    ran: list[str]
+    """The actions that succeeded, in order."""
+
+
+@dataclass
+class Task:
+    """One task of the suite: the request, the files uploaded with it, the facts to check."""
+
+    name: str
+    prompt: str
+    check: Callable[[Outcome], bool]
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def suite(site: TestWebsite) -> list[Task]:
+    """The six tasks, with the facts each outcome is checked against."""
+    links = f"Pages to read:\n{site.page_url('/a')}\n"
+
+    def mentions(text: str, facts: tuple[str, ...], at_least: int = 1) -> bool:
+        return sum(fact.lower() in text.lower() for fact in facts) >= at_least
+
+    return [
+        Task(
+            "report",
+            "Write a short report of the attached notes.",
+            lambda o: (
+                bool(o.produced)
+                and mentions(o.answer + " ".join(o.produced.values()), NOTE_FACTS, 2)
+            ),
+            {"notes.txt": NOTES},
+        ),
+        Task("arithmetic", "What is 17*23?", lambda o: "391" in o.answer),
+        Task(
+            "no_tool",
+            "What is the capital of France? Answer in one sentence.",
+            lambda o: "paris" in o.answer.lower() and not o.ran,
+        ),
+        Task(
+            "crawl",
+            "Read the web page listed in the attached file: by how many percent did solar "
+            "power capacity in Northern Europe grow in 2023?",
+            lambda o: "40" in o.answer and "web.crawl" in o.ran,
+            {"links.txt": links},
+        ),
+        Task(
+            "missing_capability",
+            "Search the web for the current population of Oslo.",
+            lambda o: bool(UNAVAILABLE.search(o.answer)) and not o.produced,
+        ),
+        Task(
+            "two_steps",
+            "Extract the text of the attached notes, then write a report titled "
+            "'Aurora summary' from the extracted text.",
+            lambda o: (
+                "document.generateReport" in o.ran
+                and mentions(" ".join(o.produced.values()), NOTE_FACTS, 2)
+            ),
+            {"notes.txt": NOTES},
+        ),
+    ]
+
+
+@dataclass
+class Result:
+    task: str
+    ok: bool
+    status: str
+    calls: int
+    tokens: int
+    seconds: float
+    rejected: int
+    """Answers rejected (validation or rule) in the round."""
+    repeated: int
+    """Steps where the answer after the corrective retry was rejected for the same reason."""
+    answer: str
+
+
+def same_reason(first: str, second: str) -> bool:
+    """Two rejections for the same reason: the same problem text after the call's name."""
+    return first.split(": ", 1)[-1][:120] == second.split(": ", 1)[-1][:120]
+
+
+async def run_task(
+    task: Task, llm: OpenAICompatibleLLM, settings: dict, *, verbose: bool = False
+) -> Result:
+    store = MemoryStore()
+    for name, text in task.files.items():
+        store.add(name, "text/plain", text.encode(), label="round1_upload")
+    state = RoundState(
+        round=1,
+        prompt=task.prompt,
+        max_steps=4,
+        budgets=Budgets(tokens=60_000, seconds=1_200),
+    )
+    started = time.perf_counter()
+    events: list[Event] = [
+        event
+        async for event in run_round(
+            state, llm=llm, tools=ToolRegistry(settings), store=store, controls=AutoControls()
+        )
+    ]
+    seconds = time.perf_counter() - started
+    if verbose:
+        for event in events:
+            if event.type not in ("delta", "usage"):
+                print("   ", event.model_dump_json(exclude_defaults=True)[:400])
+    usage = [e for e in events if isinstance(e, UsageEvent)]
+    errors = [e for e in events if isinstance(e, ErrorEvent) and e.kind != "tool"]
+    repeated = sum(
+        1
+        for first, second in zip(errors, errors[1:], strict=False)
+        if first.retrying and not second.retrying and same_reason(first.message, second.message)
+    )
+    answers = [e for e in events if isinstance(e, MessageEvent) and e.role == "assistant"]
+    answer = answers[-1].content if answers else ""
+    produced = {}
+    for ref in store.index():
+        if ref.source != "uploaded":
+            data = await store.read(ref)
+            text = data.decode("utf-8", "replace") if ref.mime.startswith("text/") else ""
+            produced[ref.name] = text
+    ran = [
+        e.method
+        for e in events
+        if getattr(e, "type", "") == "act"
+        and any(
+            getattr(o, "type", "") == "observe" and o.action == e.action and o.observation.success
+            for o in events
+        )
+    ]
+    final = [e for e in events if isinstance(e, RoundEvent)][-1]
+    outcome = Outcome(answer=answer, status=final.status, produced=produced, ran=ran)
+    return Result(
+        task=task.name,
+        ok=task.check(outcome),
+        status=final.status,
+        calls=len(usage),
+        tokens=sum(u.prompt_tokens + u.completion_tokens for u in usage),
+        seconds=seconds,
+        rejected=len(errors),
+        repeated=repeated,
+        answer=answer,
+    )
+
+
+def report(model: str, results: list[Result]) -> None:
+    print(f"\nModel: {model}")
+    print(f"{'task':<20}{'ok':<5}{'status':<11}{'calls':>6}{'tokens':>8}{'seconds':>9}{'rej':>5}")
+    for r in results:
+        mark = "yes" if r.ok else "no"
+        print(
+            f"{r.task:<20}{mark:<5}{r.status:<11}{r.calls:>6}{r.tokens:>8}{r.seconds:>9.1f}"
+            f"{r.rejected:>5}"
+        )
+    solved = sum(r.ok for r in results)
+    clear = all(r.status in ("completed", "failed") for r in results)
+    print(
+        f"\nSuccess: {solved}/{len(results)}; model calls {sum(r.calls for r in results)}, "
+        f"tokens {sum(r.tokens for r in results)}, "
+        f"seconds {sum(r.seconds for r in results):.0f} "
+        f"(per task: {sum(r.seconds for r in results) / max(1, len(results)):.0f})"
+    )
+    print(f"Every run ended with a clear final status: {'yes' if clear else 'no'}")
+    print(
+        "Replies rejected twice for the same reason: "
+        f"{sum(r.repeated for r in results)} (answers rejected in all: "
+        f"{sum(r.rejected for r in results)})"
+    )
+
+
+async def main(args: argparse.Namespace) -> list[Result]:
+    results: list[Result] = []
+    with TestWebsite() as site:
+        settings = {
+            "allow_hosts": site.origin,
+            "web_enrichment": False,
+            "crawl_max_pages": 2,
+            "crawl_max_depth": 0,
+        }
+        async with OpenAICompatibleLLM(
+            base_url=args.base_url,
+            api_key=args.api_key,
+            model=args.model,
+            timeout=args.timeout,
+            timeout_per_1k_tokens=args.timeout_per_1k,
+            max_retries=1,
+        ) as llm:
+            for task in suite(site):  # type: ignore[arg-type]
+                if args.only and task.name not in args.only:
+                    continue
+                result = await run_task(task, llm, settings, verbose=args.verbose)
+                print(
+                    f"{task.name}: {'ok' if result.ok else 'not ok'} ({result.status}, "
+                    f"{result.calls} calls, {result.seconds:.0f} s) "
+                    f"answer: {' '.join(result.answer.split())[:160]!r}",
+                    flush=True,
+                )
+                results.append(result)
+    report(args.model, results)
+    return results
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base-url", help="The server's OpenAI-compatible URL (…/v1).")
+    parser.add_argument("--model", help="The model name the server serves.")
+    parser.add_argument("--api-key", default="unused")
+    parser.add_argument("--timeout", type=float, default=120.0, help="Seconds per call (base).")
+    parser.add_argument(
+        "--timeout-per-1k", type=float, default=30.0, help="Seconds more per 1,000 tokens."
+    )
+    parser.add_argument("--only", action="append", help="Run only this task (repeatable).")
+    parser.add_argument("--json", type=Path, help="Also write the results here.")
+    parser.add_argument("--verbose", action="store_true", help="Print each task's events.")
+    arguments = parser.parse_args()
+    if not arguments.base_url or not arguments.model:
+        print(HOW_TO_START)
+        sys.exit(2)
+    done = asyncio.run(main(arguments))
+    if arguments.json:
+        arguments.json.write_text(json.dumps([r.__dict__ for r in done], indent=2))
