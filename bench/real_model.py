@@ -153,7 +153,7 @@ def same_reason(first: str, second: str) -> bool:
 
 
 async def run_task(
-    task: Task, llm: OpenAICompatibleLLM, settings: dict, *, verbose: bool = False
+    task: Task, llm: OpenAICompatibleLLM, settings: dict, args: argparse.Namespace
 ) -> Result:
     store = MemoryStore()
     for name, text in task.files.items():
@@ -161,8 +161,8 @@ async def run_task(
     state = RoundState(
         round=1,
         prompt=task.prompt,
-        max_steps=4,
-        budgets=Budgets(tokens=60_000, seconds=1_200),
+        max_steps=args.max_steps,
+        budgets=Budgets(tokens=60_000, seconds=args.seconds),
     )
     started = time.perf_counter()
     events: list[Event] = [
@@ -172,7 +172,7 @@ async def run_task(
         )
     ]
     seconds = time.perf_counter() - started
-    if verbose:
+    if args.verbose:
         for event in events:
             if event.type not in ("delta", "usage"):
                 print("   ", event.model_dump_json(exclude_defaults=True)[:400])
@@ -260,7 +260,7 @@ async def main(args: argparse.Namespace) -> list[Result]:
             for task in suite(site):  # type: ignore[arg-type]
                 if args.only and task.name not in args.only:
                     continue
-                result = await run_task(task, llm, settings, verbose=args.verbose)
+                result = await run_task(task, llm, settings, args)
                 print(
                     f"{task.name}: {'ok' if result.ok else 'not ok'} ({result.status}, "
                     f"{result.calls} calls, {result.seconds:.0f} s) "
@@ -282,6 +282,10 @@ if __name__ == "__main__":
         "--timeout-per-1k", type=float, default=30.0, help="Seconds more per 1,000 tokens."
     )
     parser.add_argument("--only", action="append", help="Run only this task (repeatable).")
+    parser.add_argument("--max-steps", type=int, default=4, help="Step limit per task.")
+    parser.add_argument(
+        "--seconds", type=float, default=900, help="Time budget of each task's round."
+    )
     parser.add_argument("--json", type=Path, help="Also write the results here.")
     parser.add_argument("--verbose", action="store_true", help="Print each task's events.")
     arguments = parser.parse_args()

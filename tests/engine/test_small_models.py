@@ -354,8 +354,11 @@ async def test_a_direct_answer_is_told_what_is_not_available_here() -> None:
     say that web search is missing instead of guessing a figure."""
     llm = ScriptedLLM([{"approach": "direct", "tasks": []}, "Web search is not available."])
     await collect(make_state(prompt="Population of Oslo?"), llm, tools=ToolsWithoutSearch())
-    system = llm.calls[-1].messages[0]["content"]
-    assert f"## Not available here\n- web.search: {NO_SEARCH}" in system
+    system, user = llm.calls[-1].messages
+    assert f"## Not available here\n- web.search: {NO_SEARCH}" in system["content"]
+    assert user["content"] == (
+        f"Population of Oslo?\n\n(PowerOn: not available here: web.search: {NO_SEARCH})"
+    )
 
 
 async def test_unavailable_actions_are_listed_with_their_reason() -> None:

@@ -157,10 +157,18 @@ def answer_messages(ctx: RoundContext, documents: list[DocumentRef]) -> list[Mes
     needed no task, the model answers from its own knowledge and the conversation."""
     if not ctx.tasks:
         history = render_history(ctx.history(), ctx.round, max_chars=ctx.state.caps.history_chars)
-        missing = render_list(
-            [f"{name}: {why}" for name, why in unavailable_actions(ctx).items()], empty="(none)"
+        unavailable = [f"{name}: {why}" for name, why in unavailable_actions(ctx).items()]
+        messages = chat(
+            "direct",
+            ctx,
+            language=ctx.state.language,
+            history=history,
+            missing=render_list(unavailable, empty="(none)"),
         )
-        return chat("direct", ctx, language=ctx.state.language, history=history, missing=missing)
+        if unavailable:  # said last too: a small model follows what it read last
+            note = "; ".join(unavailable)
+            messages[-1]["content"] += f"\n\n(PowerOn: not available here: {note})"
+        return messages
     return chat(
         "final",
         ctx,
