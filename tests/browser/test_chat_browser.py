@@ -261,7 +261,10 @@ def test_failures_and_a_stop_show_in_their_steps_and_every_badge_settles(page, a
     send(page, "Think it over")
     page.wait_for_selector("#round-2-status.status-failed")
     stage_two = page.inner_text("#step-2-1-1-errors")
-    assert "answer for the action parameters was not valid: aiPrompt: Field required" in stage_two
+    assert (
+        "answer for the action parameters was not valid: parameters.aiPrompt: Field required"
+        in (stage_two)
+    )
     assert "errors.pydantic.dev" not in stage_two and "**" not in page.inner_text("#round-2")
     assert page.get_attribute("#step-2-1-1-badge", "data-state") == "failed"
     settled_everywhere(page)
