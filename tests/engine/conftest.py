@@ -13,9 +13,19 @@ from tests.support.replies import cont, params, review, select, stop, taskplan
 from workflows.engine import llm as llm_module
 from workflows.engine.controls import AutoControls
 from workflows.engine.events import Event
+from workflows.engine.llm import OpenAICompatibleLLM
 from workflows.engine.round import run_round
 from workflows.engine.state import RoundState
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+
+
+@pytest.fixture
+async def llm(fake_openai):
+    """The real OpenAI-compatible client against the localhost fake model server."""
+    async with OpenAICompatibleLLM(
+        base_url=fake_openai.url, api_key="sk-test", model="fake-model", max_retries=0
+    ) as client:
+        yield client
 
 
 @pytest.fixture(autouse=True)

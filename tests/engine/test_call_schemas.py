@@ -11,17 +11,8 @@ import pytest
 
 from tests.engine.conftest import collect, make_state, of, params, select, stop, taskplan
 from tests.engine.test_integration_openai import schema_name
-from workflows.engine.llm import OpenAICompatibleLLM
 
 NOTES = "docList:round1_uploads"
-
-
-@pytest.fixture
-async def llm(fake_openai):
-    async with OpenAICompatibleLLM(
-        base_url=fake_openai.url, api_key="sk-test", model="fake-model", max_retries=0
-    ) as client:
-        yield client
 
 
 def two_searches() -> list:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from tests.engine.conftest import collect, make_state, of, params, review, select, stop, taskplan
 from workflows.engine.llm import OpenAICompatibleLLM
 from workflows.engine.state import ConnectionInfo, HistoryEntry
@@ -22,14 +20,6 @@ def schema_name(body: dict) -> str | None:
 
 def text_of(body: dict) -> str:
     return "\n".join(m["content"] for m in body["messages"])
-
-
-@pytest.fixture
-async def llm(fake_openai):
-    async with OpenAICompatibleLLM(
-        base_url=fake_openai.url, api_key="sk-test", model="fake-model", max_retries=0
-    ) as client:
-        yield client
 
 
 async def test_a_react_round_keeps_stage_two_minimal(fake_openai, llm, store) -> None:

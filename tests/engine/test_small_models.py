@@ -43,14 +43,6 @@ def resolved(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-@pytest.fixture
-async def llm(fake_openai):
-    async with OpenAICompatibleLLM(
-        base_url=fake_openai.url, api_key="sk-test", model="fake-model", max_retries=0
-    ) as client:
-        yield client
-
-
 class ToolsWithoutSearch(FakeToolExecutor):
     """The fake catalog without web.search, which says why it is missing."""
 
