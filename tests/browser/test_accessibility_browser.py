@@ -11,8 +11,7 @@ import json
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
-from tests.support.apps import PASSWORD
-from tests.support.browser import ARTIFACTS, sign_in_to_new_workflow
+from tests.support.browser import ARTIFACTS, send, sign_in, sign_in_to_new_workflow
 from tests.support.fake_openai import FakeReply
 from tests.support.replies import cont, extract_step, params, select, stop, taskplan
 
@@ -69,14 +68,6 @@ def blocking_violations(page, where: str, context: str | None = None) -> list[st
     return blocking
 
 
-def sign_in(page, app_url) -> None:
-    page.goto(app_url)
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_selector(".sidebar")
-
-
 def run_report(page, model, tmp_path) -> None:
     """A finished round with two steps, a produced report and an answer with code."""
     notes = tmp_path / "notes.md"
@@ -84,8 +75,7 @@ def run_report(page, model, tmp_path) -> None:
     page.set_input_files("#file-picker", str(notes))
     page.wait_for_selector(".upload-chip")
     model.add(*report_script())
-    page.fill("textarea[name=text]", "Summarise my notes in a report")
-    page.click("#send-button")
+    send(page, "Summarise my notes in a report")
     page.wait_for_selector("#wf-status[data-status=completed]")
     page.wait_for_selector("#answer-round1_answer pre code")
 

@@ -20,11 +20,17 @@ def settled_everywhere(page) -> None:
     assert page.evaluate("() => window.__oobMisses") == []
 
 
-def sign_in_to_new_workflow(page, app_url) -> None:
+def sign_in(page, app_url) -> None:
+    """Sign in as alice; the page with the workflows' sidebar is shown."""
     page.goto(app_url)
     page.fill("input[name=username]", "alice")
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
+    page.wait_for_selector(".sidebar")
+
+
+def sign_in_to_new_workflow(page, app_url) -> None:
+    sign_in(page, app_url)
     page.click("text=Create")
     page.wait_for_selector("#connection[data-state=live]")
 
