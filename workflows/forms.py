@@ -78,7 +78,7 @@ class ConnectionForm(forms.ModelForm):
 
     def _check_mcp(self, label: str, url: str, secret: str) -> None:
         from workflows.tools import mcp
-        from workflows.tools.addresses import literal_address, non_public_reason
+        from workflows.tools.addresses import literal_reason
 
         if not url:
             self.add_error("url", "An MCP server needs its URL.")
@@ -90,10 +90,6 @@ class ConnectionForm(forms.ModelForm):
                 "starting with a letter, and not web, document or ai.",
             )
         host = (urlsplit(url).hostname or "").lower()
-        address = literal_address(host)
-        if host == "localhost" or host.endswith(".localhost"):
-            reason = "this machine"
-        else:
-            reason = non_public_reason(address) if address is not None else None
+        reason = literal_reason(host)
         if reason and host not in settings.POWERON_FETCH_ALLOW_HOSTS:
             self.add_error("url", f"{host} is {reason}: only public servers can be added.")

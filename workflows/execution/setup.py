@@ -19,7 +19,7 @@ from workflows.engine.money import Prices
 from workflows.engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
 from workflows.models import ChatMessage, ChatWorkflow
 from workflows.tools import isolation, mcp
-from workflows.tools.addresses import literal_address, non_public_reason
+from workflows.tools.addresses import literal_reason
 
 logger = logging.getLogger(__name__)
 
@@ -286,10 +286,7 @@ def call_schemas() -> str:
     if choice != "auto":
         logger.warning("POWERON_LLM_SCHEMAS=%r is not auto, narrow or stable; auto is used", choice)
     host = (urlsplit(settings.POWERON_LLM_BASE_URL).hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return "narrow"
-    address = literal_address(host)
-    return "narrow" if address is not None and non_public_reason(address) else "stable"
+    return "narrow" if literal_reason(host) else "stable"
 
 
 def model_prices() -> Prices | None:

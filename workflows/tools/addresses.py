@@ -155,6 +155,16 @@ def is_local_name(host: str) -> bool:
     return host == "localhost" or host.endswith(".localhost")
 
 
+def literal_reason(host: str) -> str | None:
+    """Why a host, as written, is not on the public internet ("this machine" for localhost,
+    or a literal address's reason); None for a public address or a name, which only a lookup
+    can judge. Nothing is resolved."""
+    if is_local_name(host):
+        return "this machine"
+    address = literal_address(host)
+    return non_public_reason(address) if address is not None else None
+
+
 def same_site(a: Target, b: Target) -> bool:
     """True when two URLs are on the same host and port (http and https count as one)."""
     return (

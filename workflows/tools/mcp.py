@@ -41,7 +41,7 @@ from pydantic import (
 
 from workflows.engine.contracts import ActionContext, ActionResult, ProducedDocument
 
-from .addresses import literal_address, non_public_reason
+from .addresses import literal_address, literal_reason, non_public_reason
 
 logger = logging.getLogger(__name__)
 
@@ -504,12 +504,8 @@ async def check_address(server: McpServer, allow_hosts: frozenset[str]) -> None:
     origin = f"{parts.scheme}://{parts.netloc}".lower()
     if host in allow_hosts or origin in allow_hosts:
         return
-    literal = literal_address(host)
-    if literal is not None:
-        addresses = [literal]
-    else:
-        if host == "localhost" or host.endswith(".localhost"):
-            raise ServerUnavailable(f"MCP server {server.name}: {host} is this machine; refused")
+    reason = literal_reason(host)
+    if reason is None and literal_address(host) is None:  # a name: every address it has
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(
                 host,
@@ -520,13 +516,13 @@ async def check_address(server: McpServer, allow_hosts: frozenset[str]) -> None:
             raise ServerUnavailable(
                 f"MCP server {server.name}: {host} could not be resolved ({error})"
             ) from None
-        addresses = [a for a in (literal_address(info[4][0]) for info in infos) if a is not None]
-    for address in addresses:
-        if reason := non_public_reason(address):
-            raise ServerUnavailable(
-                f"MCP server {server.name}: {host} is {reason}; refused (the operator may allow "
-                "it in POWERON_FETCH_ALLOW_HOSTS)"
-            )
+        found = (literal_address(info[4][0]) for info in infos)
+        reason = next((r for a in found if a is not None and (r := non_public_reason(a))), None)
+    if reason:
+        raise ServerUnavailable(
+            f"MCP server {server.name}: {host} is {reason}; refused (the operator may allow "
+            "it in POWERON_FETCH_ALLOW_HOSTS)"
+        )
 
 
 def redact(server: McpServer, text: str) -> str:
