@@ -74,3 +74,36 @@ async def test_a_stable_schema_still_refuses_a_reference_that_does_not_exist(
     assert errors and errors[0].kind == "reference" and errors[0].retrying
     retry = fake_openai.requests[2]["messages"][-1]["content"]
     assert NOTES in retry
+
+
+def system_of(body) -> str:
+    return body["messages"][0]["content"]
+
+
+@pytest.mark.parametrize("schemas", ["narrow", "stable"])
+async def test_for_a_cache_the_instruction_of_each_call_kind_ends_the_system_message(
+    fake_openai, llm, store, schemas
+):
+    """With stable schemas (a hosted provider), each kind's "## Now" instruction moves from
+    the end of the user message to the end of the system message: two rounds with different
+    requests then send byte-identical system messages for each kind, and only a pointer stays
+    after the request. Narrow schemas (a local model) keep the instruction last."""
+    for request in ("Find facts about PowerOn", "Look up the weather in Oslo"):
+        fake_openai.add(taskplan(request), select("web.search"), params(query=request), stop())
+        fake_openai.add(f"Answer to {request}.")
+        state = make_state(schemas=schemas, prompt=request)
+        events = await collect(state, llm, store=store)
+        assert events[-1].status == "completed"
+    fake_openai.assert_complete()
+    by_kind: dict[str, list[dict]] = {}
+    for body in fake_openai.requests:
+        by_kind.setdefault(schema_name(body) or "text", []).append(body)
+    for name in ("TaskPlan", "ActionSelection", "RefinementDecision"):
+        first, second = by_kind[name]
+        user = first["messages"][-1]["content"]
+        if schemas == "stable":
+            assert "## Now\n" in system_of(first) and system_of(first) == system_of(second)
+            assert user.endswith('## Now\nAnswer as the system message says under "## Now".')
+        else:
+            assert "## Now" not in system_of(first)
+            assert "Answer with one JSON object" in user.split("## Now")[1]

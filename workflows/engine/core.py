@@ -32,7 +32,7 @@ from .events import (
 from .formats import holds_json, valid_values
 from .guards import Budget
 from .money import Cost
-from .prompts import correction, unfinished_correction
+from .prompts import cache_first, correction, unfinished_correction
 from .schemas import ActionSelection, Observation, TaskItem, plain
 from .state import HistoryEntry, RoundState
 
@@ -322,6 +322,8 @@ async def ask(
     second failure `out.value` stays None and the caller fails the step visibly.
     ModelUnavailable propagates.
     """
+    if ctx.state.schemas == "stable":  # a hosted provider: laid out for its prompt cache
+        messages = cache_first(messages)
     prompt = list(messages)
     valid = valid_values(output)
     for attempt in (1, 2):
