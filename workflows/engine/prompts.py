@@ -72,15 +72,15 @@ def cache_first(messages: Sequence[Message]) -> list[Message]:
     end of the system message (a short pointer stays in its place), so everything before the
     request is the same across the calls of a kind and across runs. Prompts without a system
     message or an instruction are returned as they are."""
-    out = [dict(message) for message in messages]
+    out: list[Message] = [{"role": m["role"], "content": m["content"]} for m in messages]
     if len(out) < 2 or out[0]["role"] != "system" or out[-1]["role"] != "user":
-        return out  # type: ignore[return-value]
+        return out
     data, found, instruction = out[-1]["content"].partition(NOW)
     if not found:
-        return out  # type: ignore[return-value]
+        return out
     out[0]["content"] += NOW + instruction
     out[-1]["content"] = data + ANSWER_NOW
-    return out  # type: ignore[return-value]
+    return out
 
 
 def render_unavailable(unavailable: Mapping[str, str]) -> str:
