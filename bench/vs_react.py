@@ -214,9 +214,9 @@ class KindRecordingLLM(engine_llm.OpenAICompatibleLLM):
         super().__init__(**options)
         self.kinds = kinds
 
-    async def complete(self, messages: Any, *, output: Any, kind: str) -> Any:
+    async def complete(self, messages: Any, *, output: Any, kind: str, **options: Any) -> Any:
         self.kinds[output.__name__] = kind
-        return await super().complete(messages, output=output, kind=kind)
+        return await super().complete(messages, output=output, kind=kind, **options)
 
 
 # --- One run of each system ----------------------------------------------------------------

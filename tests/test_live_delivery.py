@@ -54,6 +54,30 @@ async def test_a_streamed_answer_travels_in_frames_and_arrives_whole(alice, mode
     await viewer.disconnect()
 
 
+async def test_an_answer_written_with_refines_stop_streams_live_too(alice, model):
+    """In a round of one task refine writes the answer inside its JSON decision: there is no
+    final call, and the viewer still sees the answer arrive in frames while it is written,
+    then the same text as the stored message."""
+    workflow, upload = await workflow_with_upload(alice)
+    decision = {"decision": "stop", "reason": "Done.", "criteriaMet": True, "answer": ANSWER}
+    model.add(
+        taskplan("Summarise"),
+        *extract_step("docList:round1_upload"),
+        FakeReply(content=decision, chunk_delay=0.004),
+    )
+    viewer = await connect(alice, workflow.pk)
+    await viewer.send_json_to({"action": "send", "text": "Summarise", "documents": [upload.pk]})
+    events = await receive_until(viewer, is_final, timeout=30)
+    model.assert_complete()
+    assert model.kinds()[-1] == "AnsweringRefinement" and model.requests[-1]["stream"]
+    frames = [e for e in events if e["type"] == "delta" and e["seq"] is None]
+    assert 3 <= len(frames) < WORDS / 5
+    assert streamed_text(events) == ANSWER
+    answer = [e for e in events if e["type"] == "message" and e["payload"]["role"] == "assistant"]
+    assert answer[-1]["payload"]["content"] == ANSWER
+    await viewer.disconnect()
+
+
 async def test_a_viewer_joining_mid_stream_gets_the_whole_text_in_order(alice, model):
     """Joining while the answer streams: the stored text so far, then the live frames."""
     workflow, upload = await workflow_with_upload(alice)

@@ -208,3 +208,88 @@ def test_open_work_of_a_finished_round_is_empty() -> None:
         ]
     )
     assert opened.closing("failed", "x") == []
+
+
+# --- The answer written with refine's stop -------------------------------------------------
+
+
+def stop_answering(answer: str, criteria_met: bool = True) -> dict:
+    return {**stop(criteria_met), "answer": answer}
+
+
+async def test_refine_stopping_a_single_task_writes_the_answer_without_a_call_of_its_own():
+    """Seed 001: refine "decides: stop with final answer". One task, criteria met: its answer
+    is the round's, streamed as the answer's delta, and there is no final call."""
+    llm = ScriptedLLM(
+        [taskplan("t"), select(), params(query="q"), stop_answering("PowerOn is a chat.")]
+    )
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    assert [call.kind for call in llm.calls] == ["taskplan", "select", "parameters", "refine"]
+    assert llm.calls[-1].output == "AnsweringRefinement"
+    assert '"answer": with "stop" and criteriaMet true' in llm.calls[-1].messages[-1]["content"]
+    answer = of(events, "message")[-1]
+    assert answer.content == "PowerOn is a chat." and answer.status == "completed"
+    assert [d.name for d in answer.documents] == ["search_results.json"]
+    assert "".join(d.text for d in of(events, "delta")) == answer.content
+    assert events[-1].status == "completed"
+
+
+async def test_an_answer_written_with_refine_is_checked_like_any_answer():
+    """A file it invents is pointed out below it, by the host."""
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), stop_answering(CANARY)])
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    answer = of(events, "message")[-1]
+    assert answer.content.startswith(CANARY)
+    assert "no document named “canary_report.pdf” exists" in answer.content
+
+
+async def test_an_answer_written_with_refine_is_dropped_when_the_facts_do_not_bear_it_out():
+    """The search failed, refine still claims the criteria are met and answers: the review
+    runs, the task fails, and the answer comes from the facts, not from refine."""
+    llm = ScriptedLLM(
+        [taskplan("t"), select(), params(query="q"), stop_answering(CANARY), review("success")]
+    )
+    tools = FakeToolExecutor({"web.search": failing_search})
+    events = await collect(make_state(), llm, tools=tools)
+    llm.assert_complete()
+    answer = of(events, "message")[-1]
+    assert answer.status == "failed" and CANARY not in answer.content
+    assert answer.content.startswith("I could not complete this request.")
+
+
+async def test_with_several_tasks_refine_does_not_answer_and_the_final_call_does():
+    """The answer of two tasks needs both their results: refine's schema has no answer, its
+    prompt does not ask for one, and the final call writes it."""
+    llm = ScriptedLLM(
+        [taskplan("a", "b"), select(), params(query="q"), stop(), select(), params(query="r")]
+    )
+    llm.add(stop(), "Both done.")
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    refines = [call for call in llm.calls if call.kind == "refine"]
+    assert {call.output for call in refines} == {"RefinementDecision"}
+    assert all('"answer"' not in call.messages[-1]["content"] for call in refines)
+    assert llm.calls[-1].kind == "final" and of(events, "message")[-1].content == "Both done."
+
+
+async def test_a_retried_task_forgets_the_answer_of_its_first_attempt():
+    """Refine answers but the review asks for a retry (the last step had failed); the second
+    attempt stops without the criteria met and its review says success: the final call writes
+    the answer, the first attempt's is not used."""
+    outcomes = iter([False, True])
+
+    async def flaky(params, ctx) -> ActionResult:
+        if next(outcomes):
+            return ActionResult(success=True, notes=["found"])
+        return ActionResult(success=False, error="the provider answered 500")
+
+    llm = ScriptedLLM(
+        [taskplan("t"), select(), params(query="q"), stop_answering("First try."), review("retry")]
+    )
+    llm.add(select(), params(query="q2"), stop(criteria_met=False), review("success"))
+    llm.add("Second try.")
+    events = await collect(make_state(), llm, tools=FakeToolExecutor({"web.search": flaky}))
+    llm.assert_complete()
+    assert of(events, "message")[-1].content == "Second try."

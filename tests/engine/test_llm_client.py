@@ -8,7 +8,12 @@ from tests.support.fake_openai import FakeReply
 from workflows.engine.contracts import InvalidModelOutput, ModelUnavailable, Usage
 from workflows.engine.formats import extract_json, strict_schema
 from workflows.engine.llm import OpenAICompatibleLLM
-from workflows.engine.schemas import ActionSelection, RefinementDecision, TaskReview
+from workflows.engine.schemas import (
+    ActionSelection,
+    RefinementDecision,
+    TaskReview,
+    refinement_output,
+)
 
 MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "u" * 400}]
 
@@ -194,6 +199,44 @@ async def test_a_stream_without_usage_is_estimated(fake_openai, monkeypatch) -> 
     usage = pieces[-1]
     assert isinstance(usage, Usage) and usage.prompt_tokens == 100 and usage.completion_tokens == 3
     assert "stream_options" not in fake_openai.requests[0]
+
+
+async def test_a_structured_answer_streams_its_answer_field_as_it_arrives(fake_openai) -> None:
+    """Refine's decision with the answer inside: with on_answer the request streams, the
+    answer's characters come out decoded while the JSON arrives, and the whole reply is
+    validated as without streaming."""
+    answer = 'The "report" is ready:\n- one\n- two — done 😀'
+    decision = {"decision": "stop", "reason": "Done.", "criteriaMet": True, "answer": answer}
+    fake_openai.add(FakeReply(decision, usage={"cached_tokens": 3}))
+    pieces: list[str] = []
+
+    async def collect(piece: str) -> None:
+        pieces.append(piece)
+
+    output = refinement_output(("web.search",), None, (), answering=True)
+    done = await client(fake_openai.url).complete(
+        MESSAGES, output=output, kind="refine", on_answer=collect
+    )
+    assert "".join(pieces) == answer and len(pieces) > 3
+    assert done.value.answer == answer and done.value.decision == "stop"
+    assert done.usage.kind == "refine" and done.usage.cached_tokens == 3
+    request = fake_openai.requests[0]
+    assert request["stream"] is True and request["response_format"]["type"] == "json_schema"
+
+
+async def test_a_streamed_structured_answer_cut_off_at_its_limit_says_so(fake_openai) -> None:
+    fake_openai.add(FakeReply('{"decision": "stop", "answer": "Half of it', finish_reason="length"))
+    pieces: list[str] = []
+
+    async def collect(piece: str) -> None:
+        pieces.append(piece)
+
+    output = refinement_output((), None, (), answering=True)
+    with pytest.raises(InvalidModelOutput, match="cut off") as caught:
+        await client(fake_openai.url).complete(
+            MESSAGES, output=output, kind="refine", on_answer=collect
+        )
+    assert caught.value.cause == "cut_off" and "".join(pieces) == "Half of it"
 
 
 async def test_remote_servers_are_refused_in_tests() -> None:

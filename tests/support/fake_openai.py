@@ -451,6 +451,6 @@ def _chunks(body: dict[str, Any], reply: FakeReply, number: int) -> Iterator[dic
     yield chunk({"role": "assistant", "content": ""})
     for piece in _pieces(text):
         yield chunk({"content": piece})
-    yield chunk({}, "stop")
+    yield chunk({}, reply.finish_reason)
     if include_usage:
         yield {**header, "choices": [], "usage": _usage(body, text, reply.usage)}

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from .contracts import (
     ActionContext,
     ActionResult,
+    AnswerSink,
     Completion,
     Message,
     ReferenceNotFound,
@@ -87,9 +88,15 @@ class MeteredLLM:
         self.usages: list[Usage] = []
 
     async def complete(
-        self, messages: Sequence[Message], *, output: type[T], kind: str
+        self,
+        messages: Sequence[Message],
+        *,
+        output: type[T],
+        kind: str,
+        key: str = "",
+        on_answer: AnswerSink | None = None,
     ) -> Completion[T]:
-        """Delegate and count."""
+        """Delegate and count (a tool's calls stream nothing: `key` is not passed on)."""
         completion: Completion[T] = await self._llm.complete(messages, output=output, kind=kind)
         self.usages.append(completion.usage)
         return completion

@@ -126,17 +126,25 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
         text = failures_line(ctx) + missing_line(ctx)
         if text:
             yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
-        messages = answer_messages(ctx, documents)
-        async for piece in ctx.llm.stream_text(messages, kind="final", key=key):
-            if isinstance(piece, Usage):
-                yield ctx.usage(piece)
-            elif piece:
-                yield DeltaEvent(round=ctx.round, key=key, text=piece, offset=len(text))
-                text += piece
+        if drafted := drafted_answer(ctx):  # written by refine: no call of its own
+            text += drafted
+        else:
+            async for piece in ctx.llm.stream_text(
+                answer_messages(ctx, documents), kind="final", key=key
+            ):
+                if isinstance(piece, Usage):
+                    yield ctx.usage(piece)
+                elif piece:
+                    yield DeltaEvent(round=ctx.round, key=key, text=piece, offset=len(text))
+                    text += piece
         note = unsupported_claims(text, ctx, documents)
         if not ctx.tasks:  # the host, not the model, says where the answer comes from
             note = f"{note}\n\n{OWN_KNOWLEDGE}"
-        if note:
+        if drafted:
+            async for event in drafted_deltas(ctx, key, text, note):
+                yield event
+            text += note
+        elif note:
             yield DeltaEvent(round=ctx.round, key=key, text=note, offset=len(text))
             text += note
     yield MessageEvent(
@@ -150,6 +158,28 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
         learnings=ctx.learnings,
         status=ctx.outcome[0],
     )
+
+
+def drafted_answer(ctx: RoundContext) -> str:
+    """The answer refine wrote with its stop, when the round's one task succeeded ("" when
+    the answer needs a call of its own)."""
+    if len(ctx.tasks) != 1 or ctx.tasks[0].status != "success":
+        return ""
+    return ctx.tasks[0].answer
+
+
+async def drafted_deltas(ctx: RoundContext, key: str, text: str, note: str) -> AsyncIterator[Event]:
+    """The deltas that complete an answer refine wrote: its note after what was streamed, or,
+    when the host put lines before it (or nothing was streamed), the whole text again as a new
+    attempt."""
+    attempt, streamed = ctx.streamed.get(key, ("", ""))
+    if streamed and streamed == text:
+        if note:
+            yield DeltaEvent(
+                round=ctx.round, key=key, text=note, offset=len(streamed), attempt=attempt
+            )
+        return
+    yield DeltaEvent(round=ctx.round, key=key, text=text + note, offset=0, attempt="answer")
 
 
 def answer_messages(ctx: RoundContext, documents: list[DocumentRef]) -> list[Message]:

@@ -7,7 +7,7 @@ Nothing here does I/O; the host passes in objects that satisfy the protocols.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypedDict, TypeVar
@@ -53,6 +53,10 @@ class TextCompletion:
     usage: Usage
 
 
+AnswerSink = Callable[[str], Awaitable[None]]
+"""Where the pieces of an answer written inside a structured reply go, as they arrive."""
+
+
 class LLM(Protocol):
     """Anything that answers prompts: the OpenAI-compatible client, the demo model, a script."""
 
@@ -60,9 +64,20 @@ class LLM(Protocol):
     """Shown to users, e.g. the model name or "demo model"."""
 
     async def complete(
-        self, messages: Sequence[Message], *, output: type[T], kind: str
+        self,
+        messages: Sequence[Message],
+        *,
+        output: type[T],
+        kind: str,
+        key: str = "",
+        on_answer: AnswerSink | None = None,
     ) -> Completion[T]:
-        """Return the answer validated as `output`, or raise InvalidModelOutput."""
+        """Return the answer validated as `output`, or raise InvalidModelOutput.
+
+        With `key`, the output's `answer` field is the message `key` (refine's answer to the
+        user): a host that sends pieces on sends it as it is written. With `on_answer`, a
+        model that streams hands that field's pieces to it as they arrive (one that cannot
+        stream simply answers whole)."""
         ...
 
     async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:

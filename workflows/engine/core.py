@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -9,6 +10,7 @@ from typing import Any, Generic, TypeVar
 
 from .contracts import (
     LLM,
+    Completion,
     DocumentStore,
     InvalidModelOutput,
     Message,
@@ -20,6 +22,7 @@ from .contracts import (
 )
 from .controls import Controls
 from .events import (
+    DeltaEvent,
     ErrorEvent,
     Event,
     Position,
@@ -103,6 +106,9 @@ class TaskState:
     missing: dict[str, str] = field(default_factory=dict)
     """Unavailable actions the model chose for this task, with the reason: not offered again,
     and named in the answer."""
+    answer: str = ""
+    """The answer to the user refine wrote when it stopped this task with the criteria met
+    (a round of one task); used only when the task ends in success."""
 
     def next_action(self) -> int:
         """The next action number; numbering goes on across retries so labels never clash."""
@@ -200,6 +206,8 @@ class RoundContext:
         self.cached_tokens = 0
         """Of the prompt tokens spent, those the provider read from its prompt cache."""
         self.outcome: tuple[str, str] = ("completed", "")
+        self.streamed: dict[str, tuple[str, str]] = {}
+        """Message key -> (attempt, text) of what a structured call streamed of it."""
         """The round's final status and reason, set by the mode that ran it."""
 
     @property
@@ -301,6 +309,48 @@ class RoundContext:
         )
 
 
+async def complete_streaming(
+    ctx: RoundContext,
+    prompt: Sequence[Message],
+    *,
+    output: type[T],
+    kind: str,
+    key: str,
+    attempt: int,
+    out: Out[Any],
+) -> AsyncIterator[DeltaEvent]:
+    """One structured call; with `key`, the pieces of its `answer` field are yielded as
+    deltas of that message while the call runs (an attempt of their own), and the completion
+    is left in `out`. Errors propagate; a cancelled round cancels the call."""
+    if not key:
+        out.value = await ctx.llm.complete(prompt, output=output, kind=kind)
+        return
+    pieces: asyncio.Queue[str] = asyncio.Queue()
+    call = asyncio.ensure_future(
+        ctx.llm.complete(prompt, output=output, kind=kind, key=key, on_answer=pieces.put)
+    )
+    tag, text = f"{kind}-{attempt}", ""
+    try:
+        while not (call.done() and pieces.empty()):
+            if pieces.empty():
+                getter = asyncio.ensure_future(pieces.get())
+                await asyncio.wait({call, getter}, return_when=asyncio.FIRST_COMPLETED)
+                if not getter.done():
+                    getter.cancel()
+                    continue
+                piece = getter.result()
+            else:
+                piece = pieces.get_nowait()
+            yield DeltaEvent(round=ctx.round, key=key, text=piece, offset=len(text), attempt=tag)
+            text += piece
+            ctx.streamed[key] = (tag, text)
+        out.value = call.result()
+    finally:
+        if not call.done():
+            call.cancel()
+            call.add_done_callback(lambda task: task.cancelled() or task.exception())
+
+
 async def ask(
     ctx: RoundContext,
     messages: Sequence[Message],
@@ -311,8 +361,10 @@ async def ask(
     check: Callable[[T], Any] | None = None,
     task: int = 0,
     action: int = 0,
+    key: str = "",
 ) -> AsyncIterator[Event]:
-    """One structured model call with exactly one corrective retry.
+    """One structured model call with exactly one corrective retry (`key`: the message the
+    output's `answer` field is, streamed live by hosts that can).
 
     `output` may be a model built for this call (schemas.selection_output …); the value handed
     to `check` and left in `out` is the plain model it narrows. `check` may transform the value
@@ -329,7 +381,13 @@ async def ask(
     for attempt in (1, 2):
         raw, kind_of_error, unfinished = "", "validation", False
         try:
-            completion = await ctx.llm.complete(prompt, output=output, kind=kind)
+            done: Out[Completion[T]] = Out()
+            async for event in complete_streaming(
+                ctx, prompt, output=output, kind=kind, key=key, attempt=attempt, out=done
+            ):
+                yield event
+            assert done.value is not None
+            completion = done.value
         except InvalidModelOutput as error:
             if error.usage is not None:
                 yield ctx.usage(error.usage, task=task, action=action)

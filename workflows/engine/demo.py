@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from .contracts import (
+    AnswerSink,
     Completion,
     InvalidModelOutput,
     Message,
@@ -58,13 +59,15 @@ _ITEM = re.compile(r"\s+(?=(?:[-*+]|\d{1,3}[.)])\s)")
 _ITEM_START = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s")
 _SENTENCE_END = (".", "!", "?", ":")
 _PIECE = re.compile(r"\s*\S{1,12}")
+_TITLE = re.compile(r"^\s*#\s+[^#]*")
+"""A document's title heading (a report's), up to its first section."""
 
 
 def readable_text(preview: str) -> str:
     """A preview of extracted Markdown without its metadata lines and section markers (the
     document's own headings stay)."""
-    text = _META.sub(" ", preview)
-    text = _FILE_HEADING.sub(" ", text)
+    text = _FILE_HEADING.sub(" ", preview)
+    text = _META.sub(" ", text)
     text = _SECTION_HEADING.sub(" ", text)
     return " ".join(text.split())
 
@@ -177,13 +180,27 @@ class DemoLLM:
         return Usage(kind=kind, latency_ms=int((time.perf_counter() - started) * 1000))
 
     async def complete(
-        self, messages: Sequence[Message], *, output: type[T], kind: str
+        self,
+        messages: Sequence[Message],
+        *,
+        output: type[T],
+        kind: str,
+        key: str = "",
+        on_answer: AnswerSink | None = None,
     ) -> Completion[T]:
-        """Answer the engine's structured prompts by reading them."""
+        """Answer the engine's structured prompts by reading them; an answer to the user
+        written inside one goes to `on_answer` in small pieces with short pauses first."""
         prompt = "\n\n".join(m["content"] for m in messages)  # the catalog is in the system
         started = time.perf_counter()
         await self._wait(self.call_delay(kind, prompt))
         answer = self.decide(kind, prompt)
+        if on_answer is not None and isinstance(text := answer.get("answer"), str):
+            pieces = stream_pieces(text)
+            pause = self.piece_delay(len(pieces))
+            for index, piece in enumerate(pieces):
+                if index:
+                    await self._wait(pause)
+                await on_answer(piece)
         usage = self._usage(kind, started)
         try:
             return Completion(output.model_validate(answer), usage)
@@ -262,7 +279,10 @@ class DemoLLM:
     def refine(self, prompt: str) -> dict[str, Any]:
         steps = section(prompt, "Steps so far")
         if "document.generateReport (success)" in steps:
-            return {"decision": "stop", "reason": "The report is written.", "criteriaMet": True}
+            decision = {"decision": "stop", "reason": "The report is written.", "criteriaMet": True}
+            if '"answer": with "stop"' in prompt:  # a round of one task: refine answers too
+                decision["answer"] = self.drafted(prompt)
+            return decision
         if '"success":false' in section(prompt, "Latest observation"):
             return {"decision": "stop", "reason": "The action failed; nothing more to try."}
         return {
@@ -270,6 +290,25 @@ class DemoLLM:
             "reason": "The report is still missing.",
             "next": self.select(prompt),
         }
+
+    def drafted(self, prompt: str) -> str:
+        """The answer written with refine's stop: extractive, from the latest observation's
+        previews (the report's text included)."""
+        fenced = _FENCE.findall(section(prompt, "Latest observation"))
+        try:
+            previews = json.loads(fenced[0]).get("previews", []) if fenced else []
+        except ValueError:
+            previews = []
+        results = "\n".join(
+            f"{p.get('name', '')}: {_TITLE.sub('', p.get('snippet', ''), count=1)}"
+            for p in previews
+        )
+        request = section(prompt, "User request")
+        return self.final(
+            f"## Results\n<<<UNTRUSTED DATA from results>>>\n{results}\n"
+            f"<<<END UNTRUSTED DATA>>>\n\n## User request\n{request}",
+            reports=True,
+        )
 
     def actionplan(self, prompt: str) -> dict[str, Any]:
         uploaded, _ = doc_lists(prompt)
@@ -307,9 +346,9 @@ class DemoLLM:
             "next_thought_needed": False,
         }
 
-    def final(self, prompt: str) -> str:
+    def final(self, prompt: str, *, reports: bool = False) -> str:
         """An extractive answer: what was read, with its headings and lists, and the files
-        made."""
+        made (`reports`: a report's own text is summarised too)."""
         blocks = _FENCE.findall(section(prompt, "Results"))
         parts: list[str] = []
         files: list[str] = []
@@ -318,9 +357,11 @@ class DemoLLM:
                 name, _, text = line.partition(": ")
                 if not text:
                     continue
-                if "report" in name.lower() or not name.lower().endswith(_READABLE):
+                report = "report" in name.lower()
+                if report or not name.lower().endswith(_READABLE):
                     files.append(name)
-                elif found := markdown_blocks(readable_text(text)):
+                readable = (reports or not report) and name.lower().endswith(_READABLE)
+                if readable and (found := markdown_blocks(readable_text(text))):
                     parts.append(f"**{name}**\n\n{join_blocks(found)}")
         parts = parts[:6]
         if files:

@@ -33,6 +33,7 @@ from openai import AsyncOpenAI
 from pydantic import ValidationError
 
 from .contracts import (
+    AnswerSink,
     Completion,
     InvalidModelOutput,
     Message,
@@ -43,6 +44,7 @@ from .contracts import (
     describe_error,
 )
 from .formats import ResponseFormat, extract_json, response_format
+from .jsonstream import FieldStream
 
 _FORMATS: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
 _FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|structured", re.IGNORECASE)
@@ -59,7 +61,7 @@ MAX_TOKENS: dict[str, int] = {
     "taskplan": 900,
     "select": 600,
     "parameters": 400,
-    "refine": 700,
+    "refine": 1_900,  # 700 for the decision, 1,200 for the answer it may carry
     "review": 400,
     "actionplan": 1_200,
     "thought": 1_500,
@@ -201,18 +203,34 @@ class OpenAICompatibleLLM:
     # The protocol --------------------------------------------------------------------------
 
     async def complete(
-        self, messages: Sequence[Message], *, output: type[T], kind: str
+        self,
+        messages: Sequence[Message],
+        *,
+        output: type[T],
+        kind: str,
+        key: str = "",
+        on_answer: AnswerSink | None = None,
     ) -> Completion[T]:
         """Ask for JSON shaped as `output`; raise InvalidModelOutput when it does not fit, was
-        cut off at its token limit, or did not come in time."""
+        cut off at its token limit, or did not come in time. With `on_answer`, the reply is
+        streamed and its `answer` field handed to it as it arrives."""
         while True:
             fmt = self.response_format
+            shape = response_format(output, fmt)
             try:
-                response, latency = await self._call(
-                    messages, kind=kind, response_format=response_format(output, fmt)
-                )
+                if on_answer is None:
+                    response, latency = await self._call(messages, kind=kind, response_format=shape)
+                    usage = self._usage(kind, response, latency)
+                    choice = response.choices[0] if response.choices else None
+                    text = (choice.message.content or "") if choice else ""
+                    finish = choice.finish_reason if choice else None
+                else:
+                    text, finish, usage = await self._streamed(messages, kind, shape, on_answer)
                 break
             except openai.BadRequestError as error:
+                if "stream_options" in str(error) and self.stream_usage:
+                    self.stream_usage = False  # a server that streams without usage
+                    continue
                 if fmt == "text" or not _FORMAT_ERROR.search(str(error)):
                     raise self._unavailable(error) from error
                 self.response_format = _FORMATS[_FORMATS.index(fmt) + 1]
@@ -224,13 +242,10 @@ class OpenAICompatibleLLM:
                     usage=self._estimate(kind, messages, "", int(seconds * 1000)),
                     cause="timeout",
                 ) from error
-        usage = self._usage(kind, response, latency)
-        choice = response.choices[0] if response.choices else None
-        text = (choice.message.content or "") if choice else ""
         try:
             value = output.model_validate(extract_json(text))
         except (ValueError, ValidationError) as error:
-            if choice is not None and choice.finish_reason == "length":
+            if finish == "length":
                 raise InvalidModelOutput(
                     f"the answer was cut off at its limit of {self.limit(kind)} tokens before it "
                     "was complete",
@@ -240,6 +255,41 @@ class OpenAICompatibleLLM:
                 ) from error
             raise InvalidModelOutput(describe_error(error), raw=text, usage=usage) from error
         return Completion(value, usage)
+
+    async def _streamed(
+        self,
+        messages: Sequence[Message],
+        kind: str,
+        shape: dict[str, Any] | None,
+        on_answer: AnswerSink,
+    ) -> tuple[str, str | None, Usage]:
+        """A structured reply streamed: (its text, why it finished, usage); the `answer`
+        field's characters go to `on_answer` as they are decoded."""
+        params: dict[str, Any] = {**self._params(messages, kind), "stream": True}
+        if shape is not None:
+            params["response_format"] = shape
+        if self.stream_usage:
+            params["stream_options"] = {"include_usage": True}
+        started = time.perf_counter()
+        stream = await self._calling(lambda: self._create_once(params))
+        field, text, finish, usage = FieldStream("answer"), "", None, None
+        try:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = self._usage(kind, chunk, int((time.perf_counter() - started) * 1000))
+                for choice in chunk.choices or []:
+                    finish = choice.finish_reason or finish
+                    piece = choice.delta.content if choice.delta else None
+                    if piece:
+                        text += piece
+                        if decoded := field.feed(piece):
+                            await on_answer(decoded)
+        except openai.APITimeoutError:
+            raise
+        except openai.APIError as error:
+            raise self._unavailable(error, broke_off=True) from error
+        latency = int((time.perf_counter() - started) * 1000)
+        return text, finish, usage or self._estimate(kind, messages, text, latency)
 
     def limit(self, kind: str) -> int:
         """The most tokens an answer of this kind may take."""

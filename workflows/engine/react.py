@@ -14,6 +14,7 @@ from .actions import (
     record_step,
     task_text,
 )
+from .answer import answer_key
 from .catalog import catalog_check, select, task_catalog
 from .contracts import describe_error
 from .core import Out, Rejected, RoundContext, Step, TaskState, ask
@@ -28,6 +29,8 @@ from .schemas import (
     parameters_output,
 )
 from .selection import (
+    answer_rule,
+    answers_with_refine,
     refinement_output_for,
     selection_messages,
     unavailable_actions,
@@ -150,6 +153,8 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
         code = "criteria_met" if verdict.criteriaMet else "no_improvement"
         if decision.value is None:
             code = "step_failed"
+        if code == "criteria_met":  # the round's answer, when refine wrote it (still checked)
+            task.answer = (getattr(verdict, "answer", None) or "").strip()
         task.stop_code, task.stop_reason = code, verdict.reason
         reason = verdict.reason or code.replace("_", " ")
         yield ctx.status(code, reason, task=task.number, action=step.action)
@@ -259,6 +264,7 @@ async def refine(
         tools=view.shown,
         steps=task.steps_text(latest_observation=False),
         observation=render_observation(task.steps[-1].observation),
+        answer=answer_rule(ctx),
     )
     async for event in ask(
         ctx,
@@ -269,6 +275,7 @@ async def refine(
         check=check,
         task=task.number,
         action=step.action,
+        key=answer_key(ctx) if answers_with_refine(ctx) else "",
     ):
         yield event
     if dropped and out.value is not None:

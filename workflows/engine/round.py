@@ -209,7 +209,7 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
         if verdict.status == "retry" and task.attempt <= ctx.state.max_task_retries:
             ctx.add_learnings([f"Improve: {text}" for text in verdict.improvements])
             yield ctx.task_event(task, "retry", verdict.reason)
-            task.attempt += 1
+            task.attempt, task.answer = task.attempt + 1, ""
             continue
         status: TaskStatus = "success" if verdict.status == "success" else "failed"
         reason = verdict.reason or task.stop_reason

@@ -38,6 +38,8 @@ Name = Annotated[str, StringConstraints(max_length=100)]
 Line = Annotated[str, StringConstraints(max_length=300)]
 """A criterion, a learning, an improvement, a reference, a field description."""
 Text = Annotated[str, StringConstraints(max_length=1_000)]
+Answer = Annotated[str, StringConstraints(max_length=12_000)]
+"""The answer to the user written with a refinement decision (markdown)."""
 """An objective, a reason, an overview."""
 Passage = Annotated[str, StringConstraints(max_length=2_000)]
 """Context for Stage 2, a plan step's result."""
@@ -231,6 +233,14 @@ class RefinementDecision(ModelOutput):
     """With continue: the next action, checked exactly like a Stage 1 answer."""
 
 
+class AnsweringRefinement(RefinementDecision):
+    """Refine in a round of one task: with stop and the criteria met it also writes the answer
+    to the user (seed 001: "stop with final answer"), so no separate call does. The host checks
+    that answer as it checks any (what failed, documents it names)."""
+
+    answer: Answer | None = None
+
+
 class TaskReview(ModelOutput):
     """The verdict on a finished task."""
 
@@ -343,10 +353,14 @@ def refinement_output(
     actions: tuple[str, ...],
     references: tuple[str, ...] | None = (),
     connections: tuple[str, ...] = (),
+    *,
+    answering: bool = False,
 ) -> type[RefinementDecision]:
-    """Refine's answer for this call: its next action narrowed like Stage 1's."""
+    """Refine's answer for this call: its next action narrowed like Stage 1's; `answering`: it
+    may carry the answer to the user (AnsweringRefinement)."""
     selection = selection_output(actions, references, connections)
-    return _narrowed(RefinementDecision, next=(selection | None, None))
+    base = AnsweringRefinement if answering else RefinementDecision
+    return _narrowed(base, next=(selection | None, None))
 
 
 @functools.lru_cache(maxsize=256)

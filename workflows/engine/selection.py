@@ -98,8 +98,29 @@ def selection_output_for(
 def refinement_output_for(
     ctx: RoundContext, task: TaskState, *, actions: bool = True
 ) -> type[RefinementDecision]:
-    """Refine's answer narrowed like Stage 1's."""
-    return refinement_output(*selection_choices(ctx, task, actions=actions))
+    """Refine's answer narrowed like Stage 1's; in a round of one task it may carry the
+    answer to the user."""
+    choices = selection_choices(ctx, task, actions=actions)
+    return refinement_output(*choices, answering=answers_with_refine(ctx))
+
+
+def answers_with_refine(ctx: RoundContext) -> bool:
+    """Whether refine writes the round's answer when it stops with the criteria met: in React
+    mode, when the round has one task (the answer of several tasks needs all their results)."""
+    return ctx.state.mode == "react" and len(ctx.tasks) == 1
+
+
+def answer_rule(ctx: RoundContext) -> str:
+    """The line of refine's instruction that asks for the answer ("" when refine does not
+    write it)."""
+    if not answers_with_refine(ctx):
+        return ""
+    return (
+        '\n- "answer": with "stop" and criteriaMet true, your answer to the user\'s request, in '
+        f'the language "{ctx.state.language}", in markdown: concise, complete and grounded only '
+        "in the steps and the latest observation; name only documents listed under Documents "
+        "(the page links them). Otherwise null."
+    )
 
 
 def selection_messages(

@@ -6,6 +6,7 @@ Shipped with the engine (not only the tests) so benchmarks and the demo can use 
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from .contracts import (
     ActionContext,
     ActionResult,
+    AnswerSink,
     Completion,
     DocumentRef,
     InvalidModelOutput,
@@ -28,6 +30,7 @@ from .contracts import (
     WebFinding,
     describe_error,
 )
+from .jsonstream import FieldStream
 
 Reply = str | dict[str, Any] | BaseModel | BaseException | Callable[[Sequence[Message]], Any]
 
@@ -87,11 +90,23 @@ class ScriptedLLM:
         )
 
     async def complete(
-        self, messages: Sequence[Message], *, output: type[T], kind: str
+        self,
+        messages: Sequence[Message],
+        *,
+        output: type[T],
+        kind: str,
+        key: str = "",
+        on_answer: AnswerSink | None = None,
     ) -> Completion[T]:
-        """Validate the next reply as `output`."""
+        """Validate the next reply as `output` (with `on_answer`, its `answer` field goes there
+        word by word first, as a streamed reply's would)."""
         text = self._next(messages, kind, output.__name__)
         usage = self._usage(kind, messages, text)
+        if on_answer is not None:
+            field = FieldStream("answer")
+            for word in re.findall(r"\s*\S+|\s+$", text):
+                if piece := field.feed(word):
+                    await on_answer(piece)
         try:
             return Completion(output.model_validate_json(text), usage)
         except ValidationError as error:

@@ -26,6 +26,7 @@ from workflows.engine.contracts import (
     LLM,
     ActionContext,
     ActionResult,
+    AnswerSink,
     Completion,
     DocumentRef,
     InvalidModelOutput,
@@ -93,13 +94,30 @@ class DurableLLM:
         self.label = llm.label
 
     async def complete(
-        self, messages: Sequence[Message], *, output: type[T], kind: str
+        self,
+        messages: Sequence[Message],
+        *,
+        output: type[T],
+        kind: str,
+        key: str = "",
+        on_answer: AnswerSink | None = None,
     ) -> Completion[T]:
-        """A structured answer, recorded as JSON and validated again on replay."""
+        """A structured answer, recorded as JSON and validated again on replay. With `key`,
+        its `answer` field is broadcast live as that message, tagged with this attempt (a
+        model that cannot stream simply answers whole)."""
 
         async def call() -> dict[str, Any]:
+            attempt, offset = uuid.uuid4().hex[:8], 0
+
+            async def send(piece: str) -> None:
+                nonlocal offset
+                await self._on_piece(key, piece, offset, attempt)
+                offset += len(piece)
+
             try:
-                done = await self._llm.complete(messages, output=output, kind=kind)
+                done = await self._llm.complete(
+                    messages, output=output, kind=kind, key=key, on_answer=send if key else None
+                )
             except InvalidModelOutput as error:
                 usage = error.usage.model_dump() if error.usage else None
                 return {"invalid": str(error), "raw": error.raw, "usage": usage}

@@ -1,0 +1,44 @@
+"""FieldStream decodes one string field of a JSON object while it arrives, whatever the
+pieces' boundaries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workflows.engine.jsonstream import FieldStream
+
+ANSWER = 'Line one\nHe said "hi" \\ path/to — café 😀 \t done'
+DECISIONS = [
+    {"decision": "stop", "reason": "Done.", "criteriaMet": True, "answer": ANSWER},
+    {"answer": ANSWER, "decision": "stop"},
+    {  # a nested "answer" key and strings that look like keys come first
+        "reason": 'not "answer": here',
+        "next": {"answer": "nested, not this", "list": ["answer", {"answer": "x"}]},
+        "answer": ANSWER,
+        "after": "not this either",
+    },
+]
+
+
+@pytest.mark.parametrize("decision", DECISIONS)
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_every_split_of_the_text_gives_the_field_exactly(decision, ascii_only):
+    text = json.dumps(decision, ensure_ascii=ascii_only)
+    for cut in range(len(text) + 1):
+        stream = FieldStream("answer")
+        assert stream.feed(text[:cut]) + stream.feed(text[cut:]) == ANSWER
+    stream = FieldStream("answer")
+    assert "".join(stream.feed(char) for char in text) == ANSWER
+
+
+def test_a_missing_or_null_field_gives_nothing():
+    for decision in ({"decision": "continue", "answer": None}, {"decision": "stop"}):
+        stream = FieldStream("answer")
+        assert stream.feed(json.dumps(decision)) == ""
+
+
+def test_text_before_the_object_and_pretty_printing_do_not_matter():
+    text = "Here it is:\n" + json.dumps({"reason": "r", "answer": "A\nB"}, indent=2)
+    assert FieldStream("answer").feed(text) == "A\nB"
