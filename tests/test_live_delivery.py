@@ -69,7 +69,7 @@ async def test_an_answer_written_with_refines_stop_streams_live_too(alice, model
     await viewer.send_json_to({"action": "send", "text": "Summarise", "documents": [upload.pk]})
     events = await receive_until(viewer, is_final, timeout=30)
     model.assert_complete()
-    assert model.kinds()[-1] == "AnsweringRefinement" and model.requests[-1]["stream"]
+    assert model.kinds()[-1] == "RefinementDecision" and model.requests[-1]["stream"]
     frames = [e for e in events if e["type"] == "delta" and e["seq"] is None]
     assert 3 <= len(frames) < WORDS / 5
     assert streamed_text(events) == ANSWER

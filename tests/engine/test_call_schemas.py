@@ -98,7 +98,7 @@ async def test_for_a_cache_the_instruction_of_each_call_kind_ends_the_system_mes
     by_kind: dict[str, list[dict]] = {}
     for body in fake_openai.requests:
         by_kind.setdefault(schema_name(body) or "text", []).append(body)
-    for name in ("TaskPlan", "ActionSelection", "AnsweringRefinement"):
+    for name in ("TaskPlan", "ActionSelection", "RefinementDecision"):
         first, second = by_kind[name]
         user = first["messages"][-1]["content"]
         if schemas == "stable":

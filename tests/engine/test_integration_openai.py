@@ -76,7 +76,7 @@ async def test_prompts_share_a_stable_prefix_across_calls_and_runs(fake_openai, 
     stage2 = [b for b in fake_openai.requests if schema_name(b) == "ActionParameters"]
     assert stage2 and all(b["messages"][0]["role"] == "user" for b in stage2)
     by_kind = {schema_name(b): b["messages"][-1]["content"] for b in fake_openai.requests[:5]}
-    select_text, refine_text = by_kind["ActionSelection"], by_kind["AnsweringRefinement"]
+    select_text, refine_text = by_kind["ActionSelection"], by_kind["RefinementDecision"]
     shared = len(os.path.commonprefix([select_text, refine_text]))
     assert select_text[:shared].endswith("## Steps so far in this task\n")
     assert "## Now" in select_text[shared:] and select_text.index("## Now") > shared

@@ -171,7 +171,7 @@ async def test_demo_parameters_fill_only_schema_fields() -> None:
     assert params()["parameters"] == {}
 
 
-async def test_actionplan_mode_plans_its_actions_itself_not_in_the_task_plan() -> None:
+async def test_actionplan_mode_never_runs_a_first_action_given_with_the_task_plan() -> None:
     """Outside React the task plan is not asked for a first action, and one given anyway is
     not run: the action plan decides."""
     from tests.engine.conftest import select
@@ -188,3 +188,90 @@ async def test_actionplan_mode_plans_its_actions_itself_not_in_the_task_plan() -
     llm.assert_complete()
     assert '"firstAction": the first action' not in llm.calls[0].messages[-1]["content"]
     assert [a.method for a in of(events, "act")] == ["web.search"]
+
+
+# --- Actionplan in two calls: the plan comes with the task plan, the answer with the review ---
+
+REPORT_PLAN = [
+    planned("document.extract", "extract", ["docList:round1_uploads"], aiPrompt="key"),
+    planned("document.generateReport", "report", ["docList:round1_task1_action1_extract"],
+            title="Report"),
+]  # fmt: skip
+
+
+def with_plan(actions: list[dict], *objectives: str) -> dict:
+    return {**taskplan(*(objectives or ("t",))), "firstAction": None, "plan": actions}
+
+
+async def test_a_single_task_is_planned_with_the_task_plan_and_answered_with_its_review(store):
+    """Two calls for the round: the task plan carries the action list (no Actionplan call),
+    the review judges success and writes the answer (no final call)."""
+    llm = ScriptedLLM([with_plan(REPORT_PLAN), {**review(), "answer": "The report is ready."}])
+    events = await collect(make_state(mode="actionplan"), llm, store=store)
+    llm.assert_complete()
+    assert [c.kind for c in llm.calls] == ["taskplan", "review"]
+    assert '"plan": with exactly one task' in llm.calls[0].messages[-1]["content"]
+    assert "docList:round1_task1_action1_extract" in llm.calls[0].messages[-1]["content"]
+    review_prompt = llm.calls[1].messages[-1]["content"]
+    assert review_prompt.startswith("## User request\nTell me about PowerOn.")
+    assert '"answer": with "success"' in review_prompt
+    assert [a.method for a in of(events, "act")] == ["document.extract", "document.generateReport"]
+    assert of(events, "actionplan")[0].actions[1].action == "document.generateReport"
+    answer = of(events, "message")[-1]
+    assert answer.content == "The report is ready." and answer.status == "completed"
+    assert events[-1].status == "completed"
+
+
+async def test_a_plan_given_with_the_task_plan_is_checked_and_planned_again_when_it_fails():
+    """Parameters the action does not take: the error says so, the Actionplan call plans
+    again (a name outside the catalog is refused by the task plan's own schema)."""
+    llm = ScriptedLLM(
+        [
+            with_plan([planned("web.search", "x", documentList=["docList:y"], query="q")]),
+            {"actions": [planned("web.search", "found", query="q")]},
+            review(),
+            "ok",
+        ]
+    )
+    events = await collect(make_state(mode="actionplan"), llm)
+    llm.assert_complete()
+    assert [c.kind for c in llm.calls] == ["taskplan", "actionplan", "review", "final"]
+    error = of(events, "error")[0]
+    assert "The action plan proposed with the task plan was rejected" in error.message
+    assert "documentList" in error.message and error.retrying
+    assert [a.method for a in of(events, "act")] == ["web.search"]
+
+
+async def test_with_several_tasks_the_task_plan_plans_none_and_the_review_does_not_answer():
+    """A plan given for a round of two tasks is not used; each task plans itself and the
+    final call answers."""
+    search = {"actions": [planned("web.search", "found", query="q")]}
+    llm = ScriptedLLM([with_plan(REPORT_PLAN, "a", "b"), search, review(), search, review(), "ok"])
+    events = await collect(make_state(mode="actionplan"), llm)
+    llm.assert_complete()
+    assert [c.kind for c in llm.calls][-1] == "final"
+    assert all('"answer"' not in c.messages[-1]["content"] for c in llm.calls if c.kind == "review")
+    assert [a.method for a in of(events, "act")] == ["web.search", "web.search"]
+
+
+async def test_an_answer_the_review_writes_is_not_used_when_the_facts_fail_the_task():
+    """The only action failed; the review still says success and answers: the host fails the
+    task, and the answer says what failed instead."""
+    from workflows.engine.contracts import ActionResult
+
+    async def failing(params, ctx) -> ActionResult:
+        return ActionResult(success=False, error="the provider answered 500")
+
+    llm = ScriptedLLM(
+        [
+            with_plan([planned("web.search", "found", query="q")]),
+            {**review(), "answer": "All done, see report.pdf."},
+        ]
+    )
+    events = await collect(
+        make_state(mode="actionplan"), llm, tools=FakeToolExecutor({"web.search": failing})
+    )
+    llm.assert_complete()
+    answer = of(events, "message")[-1]
+    assert answer.status == "failed" and "All done" not in answer.content
+    assert answer.content.startswith("I could not complete this request.")

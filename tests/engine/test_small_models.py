@@ -107,7 +107,7 @@ async def test_task_plan_and_refine_schemas_are_narrowed_like_stage_one(fake_ope
     assert item["properties"]["taskType"]["enum"][0] == "research"
     first = resolved(plan, plan["properties"]["firstAction"])
     assert "web.crawl" not in first["properties"]["action"]["enum"]
-    refine = schema_of(bodies(fake_openai, "AnsweringRefinement")[0])
+    refine = schema_of(bodies(fake_openai, "RefinementDecision")[0])
     following = resolved(refine, refine["properties"]["next"])
     assert following["properties"]["action"]["enum"] == first["properties"]["action"]["enum"]
 
@@ -188,7 +188,7 @@ async def test_every_call_is_bounded_by_max_tokens_for_its_kind(fake_openai, llm
         "TaskPlan": MAX_TOKENS["taskplan"],
         "ActionSelection": MAX_TOKENS["select"],
         "ActionParameters": MAX_TOKENS["parameters"],
-        "AnsweringRefinement": MAX_TOKENS["refine"],
+        "RefinementDecision": MAX_TOKENS["refine"],
         "final": MAX_TOKENS["final"],
     }
 

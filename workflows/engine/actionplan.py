@@ -18,8 +18,9 @@ from .catalog import planned_search, task_catalog
 from .contracts import describe_error
 from .core import Out, Rejected, RoundContext, TaskState, ask
 from .defaults import DefaultsContext
-from .events import ActEvent, ActionPlanEvent, Event, PlanEvent, PlannedStep
-from .ranking import SEARCH_ACTION
+from .events import ActEvent, ActionPlanEvent, ErrorEvent, Event, PlanEvent, PlannedStep
+from .prompts import plan_format
+from .ranking import SEARCH_ACTION, CatalogView
 from .schemas import ActionPlan, ActionSelection, Observation, PlannedAction, actionplan_output
 from .selection import selection_messages, task_tools
 
@@ -27,10 +28,25 @@ Planned = list[tuple[PlannedAction, Prepared]]
 
 
 async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
-    """Plan every action of the task with its parameters, show the plan, then run it."""
+    """Plan every action of the task with its parameters (or take the plan the task plan
+    carried, when it passes the same checks), show the plan, then run it."""
     planned: Out[Planned] = Out()
-    async for event in plan_actions(ctx, task, planned):
-        yield event
+    proposed, task.planned = task.planned, None
+    if proposed is not None:
+        try:
+            planned.value = checked_plan(ctx, task, task_catalog(ctx, task), proposed)
+        except Rejected as error:
+            yield ErrorEvent(
+                round=ctx.round,
+                task=task.number,
+                kind=error.kind,  # type: ignore[arg-type]
+                message=f"The action plan proposed with the task plan was rejected: "
+                f"{str(error)[:1_500]}. The actions are planned again.",
+                retrying=True,
+            )
+    if planned.value is None:
+        async for event in plan_actions(ctx, task, planned):
+            yield event
     if planned.value is None:
         step, opened = ctx.begin_step(task, 1)
         yield opened
@@ -99,37 +115,7 @@ async def plan_actions(
     ctx: RoundContext, task: TaskState, out: Out[Planned]
 ) -> AsyncIterator[Event]:
     """Ask for the action list; every action and its parameters are checked before any runs."""
-    tools = task_tools(ctx, task)
-    names = {tool.name for tool in tools}
     limit = ctx.state.max_steps
-
-    def check(plan: ActionPlan) -> Planned:
-        if len(plan.actions) > limit:
-            raise Rejected(f"the plan has {len(plan.actions)} actions; at most {limit} are allowed")
-        checked: Planned = []
-        for index, action in enumerate(plan.actions, start=1):
-            tool = find_tool(ctx, action.action)
-            if action.action == SEARCH_ACTION and view.hidden:
-                raise planned_search(view, action.actionObjective)
-            if action.action not in names or tool is None:
-                raise Rejected(
-                    f"action {index}: {action.action!r} is not allowed for this task; choose one "
-                    "of: " + ", ".join(sorted(names))
-                )
-            defaults = DefaultsContext(
-                language=ctx.state.language,
-                task_type=task.item.taskType,
-                text=task_text(ctx, task, action.actionObjective),
-            )
-            try:
-                prepared = prepare_parameters(tool, action.parameters, defaults)
-            except ValueError as error:
-                raise Rejected(
-                    f"action {index} ({action.action}): {describe_error(error)}", kind="validation"
-                ) from error
-            checked.append((action, prepared))
-        return checked
-
     view = task_catalog(ctx, task)
     messages = selection_messages(
         ctx,
@@ -137,9 +123,7 @@ async def plan_actions(
         "actionplan",
         tools=view.shown,  # a hidden tool of the task is still allowed
         max_steps=limit,
-        round=ctx.round,
-        task=task.number,
-        first_action=task.actions + 1,
+        plan_format=plan_format(round=ctx.round, task=task.number, first_action=task.actions + 1),
     )
     output = actionplan_output(  # a cut catalog leaves the names free
         tuple(tool.name for tool in task_tools(ctx, task)) if not view.hidden else (),
@@ -147,6 +131,46 @@ async def plan_actions(
         limit,
     )
     async for event in ask(
-        ctx, messages, output=output, kind="actionplan", out=out, check=check, task=task.number
+        ctx,
+        messages,
+        output=output,
+        kind="actionplan",
+        out=out,
+        check=lambda plan: checked_plan(ctx, task, view, plan),
+        task=task.number,
     ):
         yield event
+
+
+def checked_plan(
+    ctx: RoundContext, task: TaskState, view: CatalogView, plan: ActionPlan
+) -> Planned:
+    """The plan with each action's parameters prepared, or Rejected saying what breaks a rule
+    (too many actions, an action not allowed for the task, invalid parameters)."""
+    names = {tool.name for tool in task_tools(ctx, task)}
+    limit = ctx.state.max_steps
+    if len(plan.actions) > limit:
+        raise Rejected(f"the plan has {len(plan.actions)} actions; at most {limit} are allowed")
+    checked: Planned = []
+    for index, action in enumerate(plan.actions, start=1):
+        tool = find_tool(ctx, action.action)
+        if action.action == SEARCH_ACTION and view.hidden:
+            raise planned_search(view, action.actionObjective)
+        if action.action not in names or tool is None:
+            raise Rejected(
+                f"action {index}: {action.action!r} is not allowed for this task; choose one "
+                "of: " + ", ".join(sorted(names))
+            )
+        defaults = DefaultsContext(
+            language=ctx.state.language,
+            task_type=task.item.taskType,
+            text=task_text(ctx, task, action.actionObjective),
+        )
+        try:
+            prepared = prepare_parameters(tool, action.parameters, defaults)
+        except ValueError as error:
+            raise Rejected(
+                f"action {index} ({action.action}): {describe_error(error)}", kind="validation"
+            ) from error
+        checked.append((action, prepared))
+    return checked

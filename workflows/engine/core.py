@@ -36,7 +36,7 @@ from .formats import holds_json, valid_values
 from .guards import Budget
 from .money import Cost
 from .prompts import cache_first, correction, unfinished_correction
-from .schemas import ActionSelection, Observation, TaskItem, plain
+from .schemas import ActionPlan, ActionSelection, Observation, TaskItem, plain
 from .state import HistoryEntry, RoundState
 
 V = TypeVar("V")
@@ -106,6 +106,9 @@ class TaskState:
     missing: dict[str, str] = field(default_factory=dict)
     """Unavailable actions the model chose for this task, with the reason: not offered again,
     and named in the answer."""
+    planned: ActionPlan | None = None
+    """Actionplan mode: the action list the task plan carried for this (only) task, checked
+    like an Actionplan answer when the task starts."""
     answer: str = ""
     """The answer to the user refine wrote when it stopped this task with the criteria met
     (a round of one task); used only when the task ends in success."""

@@ -222,7 +222,10 @@ class DemoLLM:
                 return self.refine(prompt)
             case "review":
                 failed = "(failed)" in section(prompt, "Steps")
-                return {"status": "failed" if failed else "success", "reason": "Demo review."}
+                verdict = {"status": "failed" if failed else "success", "reason": "Demo review."}
+                if not failed and '"answer": with "success"' in prompt:  # it answers too
+                    verdict["answer"] = self.drafted(prompt)
+                return verdict
             case "actionplan":
                 return self.actionplan(prompt)
             case "thought":
@@ -239,7 +242,10 @@ class DemoLLM:
             "taskType": "document",
         }
         first = self.select(prompt) if '"firstAction": the first action' in prompt else None
-        return {"overview": "Extract, then report.", "tasks": [task], "firstAction": first}
+        plan: dict[str, Any] = {"overview": "Extract, then report.", "tasks": [task]}
+        if '"plan": with exactly one task' in prompt:  # Actionplan: the action list comes too
+            return {**plan, "plan": self.actionplan(prompt)["actions"]}
+        return {**plan, "firstAction": first}
 
     def select(self, prompt: str) -> dict[str, Any]:
         steps = section(prompt, "Steps so far in this task")
@@ -294,11 +300,12 @@ class DemoLLM:
     def drafted(self, prompt: str) -> str:
         """The answer written with refine's stop: extractive, from the latest observation's
         previews (the report's text included)."""
-        fenced = _FENCE.findall(section(prompt, "Latest observation"))
-        try:
-            previews = json.loads(fenced[0]).get("previews", []) if fenced else []
-        except ValueError:
-            previews = []
+        previews: list[dict[str, Any]] = []
+        for block in _FENCE.findall(prompt):  # the latest observation is the last JSON fenced
+            try:
+                previews = json.loads(block).get("previews", previews)
+            except (ValueError, AttributeError):
+                continue
         results = "\n".join(
             f"{p.get('name', '')}: {_TITLE.sub('', p.get('snippet', ''), count=1)}"
             for p in previews

@@ -98,6 +98,17 @@ def selection_format() -> str:
     return template("selection").substitute(forbidden=", ".join(sorted(FORBIDDEN_PARAMETER_NAMES)))
 
 
+def plan_format(*, round: int, task: int, first_action: int) -> str:
+    """How the actions of an upfront plan are written, for Actionplan's call and for the task
+    plan that carries task 1's plan."""
+    return template("plan_format").substitute(
+        forbidden=", ".join(sorted(FORBIDDEN_PARAMETER_NAMES)),
+        round=round,
+        task=task,
+        first_action=first_action,
+    )
+
+
 def correction(error: str, valid: str = "") -> Message:
     """The corrective follow-up after invalid output, with the valid values when the answer
     has fixed choices."""

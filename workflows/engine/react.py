@@ -264,7 +264,9 @@ async def refine(
         tools=view.shown,
         steps=task.steps_text(latest_observation=False),
         observation=render_observation(task.steps[-1].observation),
-        answer=answer_rule(ctx),
+        answer=answer_rule(ctx, 'with "stop" and criteriaMet true')
+        if answers_with_refine(ctx)
+        else "",
     )
     async for event in ask(
         ctx,

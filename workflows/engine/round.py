@@ -24,10 +24,29 @@ from .events import (
 )
 from .guards import allowed_tools
 from .history import render_history
-from .prompts import build, render_connections, render_documents, selection_format
+from .prompts import (
+    build,
+    plan_format,
+    render_connections,
+    render_documents,
+    selection_format,
+)
 from .ranking import task_view
-from .schemas import TaskItem, TaskPlan, TaskReview, review_output, taskplan_output
-from .selection import choosable, schema_references, unavailable_actions
+from .schemas import (
+    ActionPlan,
+    TaskItem,
+    TaskPlan,
+    TaskReview,
+    review_output,
+    taskplan_output,
+)
+from .selection import (
+    answer_rule,
+    answers_with_review,
+    choosable,
+    schema_references,
+    unavailable_actions,
+)
 from .state import RoundState
 
 MAX_TASKS = 5
@@ -92,6 +111,8 @@ async def run_tasks(ctx: RoundContext) -> AsyncIterator[Event]:
         yield ctx.task_event(task, "pending")
     if rejected := adopt_first_action(ctx, taskplan):
         yield rejected
+    if len(ctx.tasks) == 1 and (plan := getattr(taskplan, "plan", None)):
+        ctx.tasks[0].planned = ActionPlan(actions=plan)  # checked when the task starts
     for task in ctx.tasks:
         if exhausted := ctx.budget.exhausted():
             task.stop_code, task.stop_reason = exhausted
@@ -124,8 +145,10 @@ def stop_summary(ctx: RoundContext) -> str:
 
 async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Event]:
     """Split the round into tasks with success criteria; in React mode the plan may carry the
-    first task's first action (one call fewer: its Stage 1)."""
+    first task's first action (one call fewer: its Stage 1), in Actionplan mode the action
+    list of a round's only task (one call fewer: its Actionplan call)."""
     react = ctx.state.mode == "react"
+    planning = ctx.state.max_steps if ctx.state.mode == "actionplan" else 0
     attached = [r for r in ctx.store.index() if r.round == ctx.round and r.source == "uploaded"]
     view = task_view(
         allowed_tools(ctx.state.policy, "general", ctx.tools.tools()), ctx.state.prompt
@@ -139,13 +162,15 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
         connections=render_connections(ctx.state.connections),
         documents=render_documents(ctx.store.index(), current_round=ctx.round, caps=ctx.state.caps),
         history=render_history(ctx.history(), ctx.round, max_chars=ctx.state.caps.history_chars),
-        first_action=(
-            "the first action of task 1, as an action is written below; null when there are "
-            "no tasks."
+        first_action=first_action_line(react, planning),
+        first_action_rule=(
+            selection_format()
             if react
-            else "null."
+            else "Each action of a plan has these keys:\n"
+            + plan_format(round=ctx.round, task=1, first_action=1)
+            if planning
+            else ""
         ),
-        first_action_rule=selection_format() if react else "",
     )
     output = taskplan_output(  # a cut catalog leaves the first action's name free
         MAX_TASKS,
@@ -154,9 +179,27 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
         schema_references(ctx),
         tuple(c.label for c in ctx.state.connections),
         direct=not attached,
+        plan=planning,
     )
     async for event in ask(ctx, messages, output=output, kind="taskplan", out=out):
         yield event
+
+
+def first_action_line(react: bool, planning: int) -> str:
+    """The task plan's key for the work it may start: React's first action, Actionplan's
+    action list of a single task, or no first action."""
+    if react:
+        return (
+            '- "firstAction": the first action of task 1, as an action is written below; null '
+            "when there are no tasks."
+        )
+    if planning:
+        return (
+            '- "plan": with exactly one task, its whole action list upfront (at most '
+            f"{planning} actions of the Catalog, each with its business parameters), each "
+            "action written as below; null when there are no tasks or several."
+        )
+    return '- "firstAction": null.'
 
 
 def adopt_first_action(ctx: RoundContext, plan: TaskPlan) -> ErrorEvent | None:
@@ -197,6 +240,8 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
             async for event in review(ctx, task, reviewed):
                 yield event
             verdict = grounded(task, reviewed.value)
+            if verdict.status == "success" and answers_with_review(ctx):  # the review's answer
+                task.answer = (getattr(reviewed.value, "answer", None) or "").strip()
         yield ReviewEvent(
             round=ctx.round,
             task=task.number,
@@ -253,14 +298,26 @@ def grounded(task: TaskState, review: TaskReview | None) -> TaskReview:
 
 
 async def review(ctx: RoundContext, task: TaskState, out: Out[TaskReview]) -> AsyncIterator[Event]:
-    """The task review: success, retry or failed, with improvements."""
+    """The task review: success, retry or failed, with improvements; in an Actionplan round of
+    one task, with success it also writes the answer to the user."""
+    answering = answers_with_review(ctx)
     messages = build(
         "review",
+        request=f"## User request\n{ctx.state.prompt}\n\n" if answering else "",
         objective=task.item.objective,
         criteria=task.criteria(),
         steps=task.steps_text(latest_observation=True),
         stopped=f"{task.stop_code}: {task.stop_reason}",
+        answer=answer_rule(ctx, 'with "success"') if answering else "",
     )
-    output = review_output(tuple(task.item.successCriteria))
-    async for event in ask(ctx, messages, output=output, kind="review", out=out, task=task.number):
+    output = review_output(tuple(task.item.successCriteria), answering=answering)
+    async for event in ask(
+        ctx,
+        messages,
+        output=output,
+        kind="review",
+        out=out,
+        task=task.number,
+        key=answer_key(ctx) if answering else "",
+    ):
         yield event

@@ -250,6 +250,13 @@ class TaskReview(ModelOutput):
     metCriteria: list[Line] = Field(default_factory=list, max_length=ITEMS)
 
 
+class AnsweringReview(TaskReview):
+    """The review of an Actionplan round's only task: with success it also writes the answer
+    to the user, so no separate call does (the host checks it like any answer)."""
+
+    answer: Answer | None = None
+
+
 # --- Actionplan (legacy) --------------------------------------------------------------------
 
 
@@ -297,7 +304,8 @@ def _choice(values: Sequence[str]) -> Any:
 
 def _narrowed(base: type[M], **fields: Any) -> type[M]:
     plain = _PLAIN.get(base, base)
-    model = create_model(plain.__name__, __base__=base, **fields)  # the schema's name
+    name = SCHEMA_NAMES.get(plain, plain.__name__)  # the schema's name
+    model = create_model(name, __base__=base, **fields)
     _PLAIN[model] = plain
     return model
 
@@ -364,14 +372,14 @@ def refinement_output(
 
 
 @functools.lru_cache(maxsize=256)
-def review_output(criteria: tuple[str, ...]) -> type[TaskReview]:
+def review_output(criteria: tuple[str, ...], *, answering: bool = False) -> type[TaskReview]:
     """The review for this task: the met criteria are chosen among the task's own (none when
-    it has none), the improvements few."""
+    it has none), the improvements few; `answering`: it may carry the answer to the user."""
     met: Any = (list[Line], Field(default_factory=list, max_length=0))
     if criteria:
         met = (list[_choice(criteria)], Field(default_factory=list, max_length=len(criteria)))  # type: ignore[misc]
     return _narrowed(
-        TaskReview,
+        AnsweringReview if answering else TaskReview,
         metCriteria=met,
         improvements=(list[Line], Field(default_factory=list, max_length=3)),
     )
@@ -410,6 +418,23 @@ class _TaskPlanAlone(TaskPlan):
 _PLAIN[_TaskPlanAlone] = TaskPlan
 
 
+class TaskPlanWithActions(_TaskPlanAlone):
+    """Actionplan mode: the task plan may carry the whole action list of a round's only task
+    (one call fewer: its Actionplan call), checked like that call's answer."""
+
+    plan: Annotated[list[PlannedAction], Field(min_length=1, max_length=20)] | None = None
+
+
+_PLAIN[TaskPlanWithActions] = TaskPlanWithActions
+SCHEMA_NAMES: dict[type[BaseModel], str] = {
+    AnsweringRefinement: "RefinementDecision",
+    AnsweringReview: "TaskReview",
+    TaskPlanWithActions: "TaskPlan",
+}
+"""The answers that may carry more go by the name of the answer they extend: the call is the
+same kind of call (a host or a log tells calls apart by the schema's name)."""
+
+
 @functools.lru_cache(maxsize=256)
 def taskplan_output(
     max_tasks: int,
@@ -418,11 +443,14 @@ def taskplan_output(
     references: tuple[str, ...] | None = (),
     connections: tuple[str, ...] = (),
     direct: bool = True,
+    plan: int = 0,
 ) -> type[TaskPlan]:
     """The task plan for this call: at most `max_tasks` tasks of the known types (none when
     the request needs no action); with `first`, a first action narrowed like Stage 1's (its
-    name free when `actions` is empty), otherwise none. Without `direct` (documents came with
-    the request: only an action reads them) the approach is "actions" and a task is needed."""
+    name free when `actions` is empty), otherwise none; with `plan` (Actionplan), the only
+    task's action list of at most `plan` actions, or null. Without `direct` (documents came
+    with the request: only an action reads them) the approach is "actions" and a task is
+    needed."""
     item = _narrowed(
         TaskItem,
         taskType=(_choice(TASK_TYPES), "general"),
@@ -435,6 +463,10 @@ def taskplan_output(
     fields: dict[str, Any] = {"tasks": tasks}
     if not direct:
         fields["approach"] = (Literal["actions"], "actions")
+    if plan:
+        planned: Any = actionplan_output(actions, connections, plan).model_fields["actions"]
+        listed: Any = Annotated[planned.annotation, Field(min_length=1, max_length=plan)]
+        return _narrowed(TaskPlanWithActions, plan=(listed | None, None), **fields)
     if not first:
         return _narrowed(_TaskPlanAlone, **fields)
     action = selection_output(actions, references, connections)

@@ -110,16 +110,20 @@ def answers_with_refine(ctx: RoundContext) -> bool:
     return ctx.state.mode == "react" and len(ctx.tasks) == 1
 
 
-def answer_rule(ctx: RoundContext) -> str:
-    """The line of refine's instruction that asks for the answer ("" when refine does not
-    write it)."""
-    if not answers_with_refine(ctx):
-        return ""
+def answers_with_review(ctx: RoundContext) -> bool:
+    """Whether the review writes the round's answer when it judges success: in Actionplan
+    mode, when the round has one task."""
+    return ctx.state.mode == "actionplan" and len(ctx.tasks) == 1
+
+
+def answer_rule(ctx: RoundContext, when: str) -> str:
+    """The line of an instruction that asks for the answer to the user (`when`: with which
+    verdict)."""
     return (
-        '\n- "answer": with "stop" and criteriaMet true, your answer to the user\'s request, in '
-        f'the language "{ctx.state.language}", in markdown: concise, complete and grounded only '
-        "in the steps and the latest observation; name only documents listed under Documents "
-        "(the page links them). Otherwise null."
+        f'\n- "answer": {when}, your answer to the user\'s request, in the language '
+        f'"{ctx.state.language}", in markdown: concise, complete and grounded only in the steps '
+        "and the latest observation; name only documents that the steps produced (the page "
+        "links them). Otherwise null."
     )
 
 
