@@ -90,11 +90,16 @@ def register_extra(server: MCPServer, name: str, description: str) -> None:
     server.tool(name=name, description=description)(tool)
 
 
-def serve_http(server: MCPServer, port: int, token: str) -> None:
+def serve_http(server: MCPServer, port: int, token: str, allow_host: str = "") -> None:
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.responses import PlainTextResponse
 
-    app = server.streamable_http_app()
+    security = None  # the SDK's own: Host must be 127.0.0.1 or localhost
+    if allow_host:  # a name that stands for this server (its Host header is checked)
+        hosts = ["127.0.0.1:*", "localhost:*", f"{allow_host}:*"]
+        security = TransportSecuritySettings(allowed_hosts=hosts)
+    app = server.streamable_http_app(transport_security=security)
     if token:
         inner = app
 
@@ -117,9 +122,10 @@ if __name__ == "__main__":
     parser.add_argument("port", nargs="?", type=int, default=0)
     parser.add_argument("--token", default="")
     parser.add_argument("--extra", type=int, default=0)
+    parser.add_argument("--allow-host", default="")
     args = parser.parse_args()
     mcp = build(args.extra)
     if args.transport == "stdio":
         mcp.run()
     else:
-        serve_http(mcp, args.port, args.token)
+        serve_http(mcp, args.port, args.token, args.allow_host)

@@ -19,12 +19,15 @@ def stdio_command(*extra: str) -> list[str]:
 
 
 @contextmanager
-def http_server(*, token: str = "", extra: int = 0) -> Iterator[str]:
-    """Serve the test tools over streamable HTTP on loopback; yields the endpoint URL."""
+def http_server(*, token: str = "", extra: int = 0, allow_host: str = "") -> Iterator[str]:
+    """Serve the test tools over streamable HTTP on loopback; yields the endpoint URL
+    (`allow_host`: a name the server also answers to in the Host header)."""
     port = free_port()
     command = [sys.executable, str(SCRIPT), "http", str(port), "--extra", str(extra)]
     if token:
         command += ["--token", token]
+    if allow_host:
+        command += ["--allow-host", allow_host]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, process)

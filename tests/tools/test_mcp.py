@@ -176,3 +176,85 @@ def test_approval_patterns_follow_each_servers_setting():
         McpServer(name="ops", url="https://203.0.113.9/mcp", approval=("restart-service",)),
     ]
     assert mcp.approval_patterns(servers) == ["calc.*", "ops.restart_service"]
+
+
+# --- A user's HTTP server is reached at the address that was checked (no DNS rebinding) ---
+
+PUBLIC = "93.184.215.14"
+"""A public address, used as data only: nothing here connects to it."""
+
+
+async def test_a_users_server_named_by_host_is_pinned_to_its_checked_address():
+    """Resolved once: every address must be public, and the first one is what the connection
+    uses; the operator's servers, allowed hosts and literal addresses are not pinned."""
+    from workflows.tools.mcp_http import check_address
+
+    lookups: list[str] = []
+
+    def resolver(*addresses: str):
+        async def resolve(host: str, port: int) -> list[str]:
+            lookups.append(f"{host}:{port}")
+            return list(addresses)
+
+        return resolve
+
+    mine = McpServer(name="mine", url="https://mcp.example.test/mcp", owner=7)
+    assert await check_address(mine, frozenset(), resolver(PUBLIC)) == PUBLIC
+    assert lookups == ["mcp.example.test:443"]
+    with pytest.raises(mcp.ServerUnavailable, match="127.0.0.1, a loopback address.*refused"):
+        await check_address(mine, frozenset(), resolver(PUBLIC, "127.0.0.1"))
+    operators = McpServer(name="ops", url="https://mcp.example.test/mcp")
+    allowed = frozenset({"mcp.example.test"})
+    literal = McpServer(name="lit", url=f"https://{PUBLIC}/mcp", owner=7)
+    for server, hosts in ((operators, frozenset()), (mine, allowed), (literal, frozenset())):
+        assert await check_address(server, hosts, resolver("127.0.0.1")) is None
+    assert len(lookups) == 2  # none for those three
+
+
+async def test_a_pinned_transport_sends_to_the_address_and_keeps_the_name():
+    """The URL gets the checked address; the Host header and TLS's server name keep the
+    name (the certificate is checked against it); another host is refused."""
+    import httpx2
+
+    from workflows.tools.mcp_http import PinnedTransport
+
+    seen: list[httpx2.Request] = []
+
+    def record(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200, text="ok")
+
+    pinned = PinnedTransport(httpx2.MockTransport(record), "mcp.example.test", PUBLIC)
+    async with httpx2.AsyncClient(transport=pinned) as client:
+        await client.get("https://mcp.example.test:8443/mcp")
+        with pytest.raises(httpx2.ConnectError, match="pinned to mcp.example.test"):
+            await client.get("https://elsewhere.example.test/mcp")
+    (request,) = seen
+    assert request.url.host == PUBLIC and request.url.port == 8443
+    assert request.headers["Host"] == "mcp.example.test:8443"
+    assert request.extensions["sni_hostname"] == "mcp.example.test"
+
+
+async def test_a_users_server_is_listed_and_called_over_the_pinned_address(monkeypatch):
+    """A name the system cannot resolve, answered once by the run's resolver: the listing and
+    the tool call both reach the server, so no second lookup happened on the way (a second
+    lookup would have failed). Loopback stands in for a public address here."""
+    from workflows.tools import mcp_http
+
+    monkeypatch.setattr(mcp_http, "non_public_reason", lambda address: None)
+    lookups: list[str] = []
+
+    async def resolve(host: str, port: int) -> list[str]:
+        lookups.append(host)
+        return ["127.0.0.1"]
+
+    with http_server(allow_host="mcp.rebind.invalid") as url:
+        port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
+        server = McpServer(name="mine", url=f"http://mcp.rebind.invalid:{port}/mcp", owner=7)
+        async with McpHub([server], resolve=resolve) as hub:
+            tools, unavailable = await hub.catalog()
+            assert unavailable == {}, unavailable
+            add = by_name(tools)["mine.add"]
+            result = await add.run(add.Parameters.model_validate({"a": 2, "b": 3}), None)
+    assert result.success and "5" in result.documents[0].data.decode()
+    assert lookups == ["mcp.rebind.invalid"]

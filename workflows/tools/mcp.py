@@ -21,9 +21,8 @@ import json
 import logging
 import re
 import shlex
-import socket
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,14 +40,19 @@ from pydantic import (
 
 from workflows.engine.contracts import ActionContext, ActionResult, ProducedDocument
 
-from .addresses import literal_address, literal_reason, non_public_reason
+from .mcp_http import (
+    CONNECT_SECONDS,
+    Resolver,
+    ServerUnavailable,
+    check_address,
+    system_resolve,
+    transport_of,
+)
 
 logger = logging.getLogger(__name__)
 
 LISTING_SECONDS = 60.0
 """How long a server's tool listing is reused before it is asked again."""
-CONNECT_SECONDS = 20.0
-"""How long starting a stdio server or reaching an HTTP one may take."""
 DESCRIPTION_CHARS = 160
 """A tool's description as the model sees it (the first sentence, at most this long)."""
 PARAMETER_NOTE_CHARS = 120
@@ -318,18 +322,21 @@ def forget_listings() -> None:
     _LISTINGS.clear()
 
 
-class ServerUnavailable(Exception):
-    """A server could not be started, reached or listed; the message says why, for people."""
-
-
 class McpHub:
     """The MCP connections of one run: opened on first use, reused by every step, closed by
     `aclose()` when the run ends. Each connection lives in a task of its own, so that whichever
     task ends the run may close it."""
 
-    def __init__(self, servers: Iterable[McpServer], *, allow_hosts: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        servers: Iterable[McpServer],
+        *,
+        allow_hosts: Iterable[str] = (),
+        resolve: Resolver = system_resolve,
+    ) -> None:
         self.servers = {server.name: server for server in servers}
         self.allow_hosts = frozenset(allow_hosts)
+        self.resolve = resolve
         self._clients: dict[str, asyncio.Future[Any]] = {}
         self._holders: list[asyncio.Task[None]] = []
         self._closing = asyncio.Event()
@@ -391,11 +398,12 @@ class McpHub:
         """The run's connection to a server, opened on first use."""
         pending = self._clients.get(server.name)
         if pending is None:
-            if server.url:
-                await check_address(server, self.allow_hosts)
+            pinned = None
+            if server.url:  # a user's server is reached at the address checked here
+                pinned = await check_address(server, self.allow_hosts, self.resolve)
             pending = asyncio.get_running_loop().create_future()
             self._clients[server.name] = pending
-            self._holders.append(asyncio.create_task(self._hold(server, pending)))
+            self._holders.append(asyncio.create_task(self._hold(server, pending, pinned)))
         try:
             async with asyncio.timeout(CONNECT_SECONDS):
                 return await asyncio.shield(pending)
@@ -404,13 +412,16 @@ class McpHub:
                 f"MCP server {server.name} did not start or answer within {CONNECT_SECONDS:g} s"
             ) from None
 
-    async def _hold(self, server: McpServer, ready: asyncio.Future[Any]) -> None:
+    async def _hold(
+        self, server: McpServer, ready: asyncio.Future[Any], pinned: str | None = None
+    ) -> None:
         """Open the connection, hand it out, and keep it until the run closes the hub."""
         from mcp import Client
 
         refusals: list[int] = []  # HTTP statuses of 400 and more: the SDK does not keep them
         try:
-            async with Client(transport_of(server, refusals.append), mode="legacy") as client:
+            transport = transport_of(server, refusals.append, pinned=pinned)
+            async with Client(transport, mode="legacy") as client:
                 ready.set_result(client)
                 await self._closing.wait()
         except BaseException as error:  # noqa: BLE001 - a failed start is reported to callers
@@ -449,80 +460,6 @@ class McpHub:
             holder.cancel()
         self._holders.clear()
         self._clients.clear()
-
-
-def transport_of(server: McpServer, refused: Callable[[int], None] = lambda status: None) -> Any:
-    """What the SDK's Client connects to: stdio parameters, or an HTTP transport with the
-    server's headers and no environment proxy (`refused` hears every status of 400 and more)."""
-    if server.command:
-        from mcp import StdioServerParameters
-
-        return StdioServerParameters(
-            command=server.command[0], args=list(server.command[1:]), env=server.env or None
-        )
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    async def hear(response: Any) -> None:
-        if response.status_code >= 400:
-            refused(response.status_code)
-
-    client = httpx2.AsyncClient(
-        headers=server.headers,
-        trust_env=False,
-        timeout=httpx2.Timeout(CONNECT_SECONDS, read=server.timeout),
-        event_hooks={"response": [hear]},
-    )
-    return _HttpTransport(streamable_http_client(server.url, http_client=client), client)
-
-
-class _HttpTransport:
-    """The SDK's streamable-HTTP transport, closing our HTTP client with it."""
-
-    def __init__(self, transport: Any, client: Any) -> None:
-        self._transport = transport
-        self._client = client
-
-    async def __aenter__(self) -> Any:
-        return await self._transport.__aenter__()
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        try:
-            return await self._transport.__aexit__(*exc)
-        finally:
-            await self._client.aclose()
-
-
-async def check_address(server: McpServer, allow_hosts: frozenset[str]) -> None:
-    """Refuse, before any connection, a user's server on a private, loopback or link-local
-    address (the fetcher's rule) unless the operator allowed its host. The operator's own
-    servers are theirs to place."""
-    if server.owner is None:
-        return
-    parts = urlsplit(server.url)
-    host = (parts.hostname or "").lower()
-    origin = f"{parts.scheme}://{parts.netloc}".lower()
-    if host in allow_hosts or origin in allow_hosts:
-        return
-    reason = literal_reason(host)
-    if reason is None and literal_address(host) is None:  # a name: every address it has
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                host,
-                parts.port or (443 if parts.scheme == "https" else 80),
-                type=socket.SOCK_STREAM,
-            )
-        except OSError as error:
-            raise ServerUnavailable(
-                f"MCP server {server.name}: {host} could not be resolved ({error})"
-            ) from None
-        found = (literal_address(info[4][0]) for info in infos)
-        reason = next((r for a in found if a is not None and (r := non_public_reason(a))), None)
-    if reason:
-        raise ServerUnavailable(
-            f"MCP server {server.name}: {host} is {reason}; refused (the operator may allow "
-            "it in POWERON_FETCH_ALLOW_HOSTS)"
-        )
 
 
 def redact(server: McpServer, text: str) -> str:
