@@ -242,3 +242,13 @@ async def test_a_streamed_structured_answer_cut_off_at_its_limit_says_so(fake_op
 async def test_remote_servers_are_refused_in_tests() -> None:
     with pytest.raises(RuntimeError, match="disabled"):
         await client("https://api.openai.com/v1").complete_text(MESSAGES, kind="final")
+
+
+async def test_warming_the_client_sends_nothing_and_loads_the_chat_resources(fake_openai):
+    """warm() does at start-up what the SDK would do on the first call, without a request."""
+    import sys
+
+    llm = client(fake_openai.url)
+    llm.warm()
+    assert "openai.resources.chat.completions" in sys.modules
+    assert fake_openai.requests == []

@@ -189,6 +189,16 @@ class OpenAICompatibleLLM:
         """The AsyncOpenAI client this model calls through."""
         return self._client
 
+    def warm(self) -> None:
+        """Do, without any request, what the SDK does lazily on its first call: import the
+        chat resources (the client's `chat` is loaded on first use) and build the response
+        types' validators, so a process's first round does not pay for them."""
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+        _ = self._client.chat.completions
+        ChatCompletion.model_validate(_SAMPLE_COMPLETION)
+        ChatCompletionChunk.model_validate(_SAMPLE_CHUNK)
+
     async def aclose(self) -> None:
         """Close the HTTP connections of a client of its own (a shared one stays open)."""
         if self._owns_client:
@@ -469,6 +479,34 @@ class OpenAICompatibleLLM:
             cached_tokens=getattr(details, "cached_tokens", 0) or 0,
             latency_ms=latency,
         )
+
+
+_SAMPLE_COMPLETION: dict[str, Any] = {
+    "id": "warm",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "warm",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "{}"},
+        }
+    ],
+    "usage": {
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+        "total_tokens": 2,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    },
+}
+_SAMPLE_CHUNK: dict[str, Any] = {
+    "id": "warm",
+    "object": "chat.completion.chunk",
+    "created": 0,
+    "model": "warm",
+    "choices": [{"index": 0, "delta": {"content": "{"}, "finish_reason": None}],
+}
 
 
 def _estimated_tokens(messages: Sequence[Message]) -> int:

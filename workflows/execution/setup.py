@@ -90,7 +90,9 @@ async def warm_up() -> None:
     if model_configured():
         import anyio
 
-        build_llm()
+        llm = build_llm()
+        if warm := getattr(llm, "warm", None):
+            warm()  # the SDK's chat resources and response types, without a request
         await anyio.sleep(0)  # loads the async backend the client's first request would load
 
 
