@@ -4,11 +4,12 @@ The task, the model server, the token counting, the simulated prefix cache and t
 model are bench/vs_react.py's. The catalog is the six built-in actions plus the tools a real
 MCP server lists: the tests' stdio server (`tests/support/mcp_server.py --extra N`, written
 with the official SDK) started and listed through the product's own McpHub, so PowerOn sees
-them as it does in a run (`<server>.<tool>`, the server's descriptions fenced, large catalogs
-cut for the task with `catalog.search` for the rest) and LangGraph gets each tool's input
-schema as the server gave it. Catalogs of 20, 50 and 100 tools; for each size and run,
-interleaved: PowerOn React, PowerOn Actionplan, PowerOn React with the whole catalog listed
-(the ranking off: what the cut saves, or costs, under a prefix cache), LangGraph (replaying
+them as it does in a run for a hosted provider with a prompt cache (`<server>.<tool>`, the
+server's descriptions fenced, catalogs of up to 150 tools listed whole, larger ones cut for the
+task with `catalog.search` for the rest) and LangGraph gets each tool's input schema as the
+server gave it. Catalogs of 20, 50 and 100 tools; for each size and run, interleaved: PowerOn
+React, PowerOn Actionplan, PowerOn React with the catalog cut above 24 tools as a local
+model gets it (what the cut saves, or costs, under a prefix cache), LangGraph (replaying
 React's actions).
 
 Printed: the tables of vs_react.py, Stage 1's request size per catalog size and its growth,
@@ -53,10 +54,10 @@ from workflows.tools.mcp import McpHub, McpServer, forget_listings  # noqa: E402
 
 SERVER_OWN_TOOLS = 6
 """add, city_facts, chart, fail, slow, echo_env: the test server lists them before its extras."""
-SYSTEMS["whole"] = "React, whole catalog"
+SYSTEMS["cut"] = "React, catalog cut"
 STAGE_ONE = {
     "react": ("taskplan", "select", "refine"),
-    "whole": ("taskplan", "select", "refine"),
+    "cut": ("taskplan", "select", "refine"),
     "actionplan": ("taskplan", "actionplan"),
 }
 """The calls that choose actions, with the catalog in their system message (React's task plan
@@ -72,9 +73,10 @@ def server(size: int) -> McpServer:
 
 
 @contextmanager
-def whole_catalog() -> Iterator[None]:
-    """The engine lists every tool, however many (the ranking never cuts)."""
-    kept, ranking.DEFAULT = ranking.DEFAULT, Ranking(threshold=1_000_000)
+def cut_catalog() -> Iterator[None]:
+    """The engine cuts catalogs above 24 tools even for a provider with a prompt cache, as
+    it does for a local model (which gets the whole catalog only up to 24)."""
+    kept, ranking.DEFAULT = ranking.DEFAULT, Ranking(cached_threshold=Ranking().threshold)
     try:
         yield
     finally:
@@ -137,20 +139,18 @@ async def measure(sizes: list[int], runs: int, model: Model) -> tuple[list[Run],
                     work = task(1_000 + size if run == 0 else run)
                     react = await poweron("react", tools, work, run, fake, model)
                     plan = await poweron("actionplan", tools, work, run, fake, model)
-                    with whole_catalog():
-                        whole = await poweron(
-                            "react", tools, work, run, fake, model, system="whole"
-                        )
+                    with cut_catalog():
+                        cut = await poweron("react", tools, work, run, fake, model, system="cut")
                     assert react.trace is not None
                     model.traces[size, run] = react.trace
                     agent = await langgraph(
                         tools, work, run, fake, react.trace, convert=as_langchain
                     )
                     if run:
-                        results.extend([react, plan, whole, agent])
+                        results.extend([react, plan, cut, agent])
                     print(f"  size {size:>3} run {run}: " + ", ".join(
                         f"{SYSTEMS[r.system]} {r.seconds:.1f} s{'' if r.solved else ' UNSOLVED'}"
-                        for r in (react, plan, whole, agent)
+                        for r in (react, plan, cut, agent)
                     ), file=sys.stderr)  # fmt: skip
     return results, catalogs
 
@@ -178,14 +178,18 @@ def report(table: dict, catalogs: dict, sizes: list[int], runs: int) -> None:
         "a report, answer; tokens, cache, prices and latency as in bench/vs_react.py"
     )
     print_tables(table, sizes, runs)
-    print("\nReact with the whole catalog listed (the ranking off), against LangGraph and React")
+    print(
+        "\nReact with the catalog cut for the task above 24 tools (as a local model gets it; a "
+        "provider with a prompt cache gets catalogs of up to 150 tools whole), against "
+        "LangGraph and React"
+    )
     for size in sizes:
-        whole, react, agent = (table[s, size].medians for s in ("whole", "react", "langgraph"))
+        cut, react, agent = (table[s, size].medians for s in ("cut", "react", "langgraph"))
         print(
-            f"  {size:>3} tools: input {whole['input']:,.0f} ({whole['cached_share']:.0%} cached), "
-            f"cost {whole['cost']:,.0f} = {whole['cost'] / agent['cost']:.2f}x LangGraph, "
-            f"{whole['cost'] / react['cost']:.2f}x React with the cut catalog; uncached cost "
-            f"{whole['cost_uncached'] / react['cost_uncached']:.2f}x React's"
+            f"  {size:>3} tools: input {cut['input']:,.0f} ({cut['cached_share']:.0%} cached), "
+            f"cost {cut['cost']:,.0f} = {cut['cost'] / agent['cost']:.2f}x LangGraph, "
+            f"{cut['cost'] / react['cost']:.2f}x React with the whole catalog; uncached cost "
+            f"{cut['cost_uncached'] / react['cost_uncached']:.2f}x React's"
         )
     print(
         "\nStage 1's request: o200k input tokens per call that chooses actions with the catalog "
@@ -195,11 +199,11 @@ def report(table: dict, catalogs: dict, sizes: list[int], runs: int) -> None:
     for size in sizes:
         whole, listed, shown = catalogs[size]
         print(
-            f"  {size:>3} tools: React {stage_one(table, 'react', size):,.0f} (whole catalog "
-            f"{stage_one(table, 'whole', size):,.0f}), Actionplan "
+            f"  {size:>3} tools: React {stage_one(table, 'react', size):,.0f} (catalog cut "
+            f"{stage_one(table, 'cut', size):,.0f}), Actionplan "
             f"{stage_one(table, 'actionplan', size):,.0f}, LangGraph per call "
             f"{first_request(table, size):,.0f}; system message {whole:,} whole, {listed:,} "
-            f"as listed ({shown} tools shown)"
+            f"when cut for the task ({shown} tools shown)"
         )
     verdicts(table, sizes)
 
@@ -209,7 +213,7 @@ def verdicts(table: dict, sizes: list[int]) -> None:
     print("\nverdicts")
     parts = []
     at = [size for size in sizes if size >= 20]
-    for system in ("react", "actionplan", "whole"):
+    for system in ("react", "actionplan", "cut"):
         figures = [
             (size, table[system, size].medians["cost"] / table["langgraph", size].medians["cost"])
             for size in at
@@ -223,13 +227,13 @@ def verdicts(table: dict, sizes: list[int]) -> None:
         return
     growth = high / low
     parts = []
-    for system in ("react", "actionplan", "whole", "langgraph"):
+    for system in ("react", "actionplan", "cut", "langgraph"):
         size_of = stage_one if system != "langgraph" else None
         small = size_of(table, system, low) if size_of else first_request(table, low)
         large = size_of(table, system, high) if size_of else first_request(table, high)
         ratio = large / small
         exponent = math.log(ratio) / math.log(growth)
-        judged = system in ("react", "actionplan")  # the others for comparison
+        judged = system != "langgraph"  # LangGraph for comparison
         verdict = (" MET" if exponent < 1 else " NOT MET") if judged else ""
         parts.append(
             f"{SYSTEMS[system]}{verdict} ({low}: {small:,.0f}, {high}: {large:,.0f} tokens; "

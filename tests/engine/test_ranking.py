@@ -89,6 +89,30 @@ def test_a_small_catalog_is_listed_whole() -> None:
     assert SEARCH_ACTION not in render_catalog(view.shown)
 
 
+def test_for_a_provider_with_a_prompt_cache_the_catalog_is_cut_only_above_150_tools() -> None:
+    """A whole catalog is the same for every task, so a provider's cache keeps it across runs
+    at a tenth of the price; a listing cut for the task changes with every request. With a
+    cache, 60 tools are listed whole, 200 are cut like any large catalog."""
+    tools = [*fake_tools(), *external(60)]
+    assert task_view(tools, WEATHER, cached=True).shown == tools
+    many = [*fake_tools(), *external(200)]
+    view = task_view(many, WEATHER, cached=True)
+    assert len(view.hidden) == 200 - Ranking().top and view.shown[-1].name == SEARCH_ACTION
+
+
+async def test_a_round_for_a_hosted_provider_lists_a_60_tool_catalog_whole() -> None:
+    """Stable schemas (a hosted provider): the task plan's system message carries every tool
+    and no catalog.search."""
+    llm = ScriptedLLM([taskplan(WEATHER), select("srv.weather_1"), params(query="Oslo"), stop()])
+    llm.add("Cloudy.")
+    tools = FakeToolExecutor(tools=[*fake_tools(), *external(60)])
+    events = await collect(make_state(prompt=WEATHER, schemas="stable"), llm, tools=tools)
+    llm.assert_complete()
+    system = llm.calls[0].messages[0]["content"]
+    assert "srv.recipe_59(query,limit)" in system and SEARCH_ACTION not in system
+    assert events[-1].status == "completed"
+
+
 def test_a_large_catalog_lists_built_ins_and_the_tools_that_match() -> None:
     """Above the threshold: every built-in action, the best external matches, catalog.search
     with the count of the others."""

@@ -22,7 +22,7 @@ def task_query(ctx: RoundContext, task: TaskState) -> str:
 def task_catalog(ctx: RoundContext, task: TaskState) -> CatalogView:
     """The task's catalog as its selections list it (the same view for every call of the
     task, so the system message stays byte-identical)."""
-    return task_view(task_tools(ctx, task), task_query(ctx, task))
+    return task_view(task_tools(ctx, task), task_query(ctx, task), cached=ctx.state.prompt_cache)
 
 
 def catalog_check(

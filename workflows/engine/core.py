@@ -377,7 +377,7 @@ async def ask(
     second failure `out.value` stays None and the caller fails the step visibly.
     ModelUnavailable propagates.
     """
-    if ctx.state.schemas == "stable":  # a hosted provider: laid out for its prompt cache
+    if ctx.state.prompt_cache:  # a hosted provider: laid out for its prompt cache
         messages = cache_first(messages)
     prompt = list(messages)
     valid = valid_values(output)

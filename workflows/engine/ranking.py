@@ -37,6 +37,10 @@ class Ranking:
 
     threshold: int = 24
     """Catalogs of at most this many tools are shown whole."""
+    cached_threshold: int = 150
+    """The same for a provider with a prompt cache: a whole catalog is the same for every
+    task, so it stays in the cache across runs at a tenth of the price, while a listing cut
+    for the task changes with every request and is paid in full each time."""
     top: int = 12
     """External tools listed when the catalog is cut."""
     found: int = 12
@@ -134,13 +138,16 @@ class CatalogView:
     """The task's tools not listed (still allowed: a selection of one is valid)."""
 
 
-def task_view(tools: Sequence[Tool], query: str, ranking: Ranking | None = None) -> CatalogView:
+def task_view(
+    tools: Sequence[Tool], query: str, ranking: Ranking | None = None, *, cached: bool = False
+) -> CatalogView:
     """The catalog Stage 1 sees for a task described by `query` (its request, objective and
-    criteria): the whole catalog when it is small; otherwise the built-in actions, the
-    external tools that match best, in catalog order, and `catalog.search`. The same
-    arguments always give the same view, so a task's prompts keep one cacheable prefix."""
+    criteria): the whole catalog when it is small (`cached`: for a provider with a prompt
+    cache, up to a larger size); otherwise the built-in actions, the external tools that
+    match best, in catalog order, and `catalog.search`. The same arguments always give the
+    same view, so a task's prompts keep one cacheable prefix."""
     ranking = ranking or DEFAULT
-    if len(tools) <= ranking.threshold:
+    if len(tools) <= (ranking.cached_threshold if cached else ranking.threshold):
         return CatalogView(list(tools), [])
     external = [tool for tool in tools if is_external(tool)]
     best = {id(tool) for _, tool in rank(external, query)[: ranking.top]}

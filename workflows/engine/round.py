@@ -151,7 +151,9 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
     planning = ctx.state.max_steps if ctx.state.mode == "actionplan" else 0
     attached = [r for r in ctx.store.index() if r.round == ctx.round and r.source == "uploaded"]
     view = task_view(
-        allowed_tools(ctx.state.policy, "general", ctx.tools.tools()), ctx.state.prompt
+        allowed_tools(ctx.state.policy, "general", ctx.tools.tools()),
+        ctx.state.prompt,
+        cached=ctx.state.prompt_cache,
     )
     messages = build(
         "taskplan",

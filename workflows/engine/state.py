@@ -111,3 +111,10 @@ class RoundState(BaseModel):
     a small model's references valid); stable: references are checked after the answer, so
     the calls of a task send the same schema and a provider's prompt cache, which counts the
     schema as the start of the prompt, holds across them."""
+
+    @property
+    def prompt_cache(self) -> bool:
+        """Whether the provider caches prompt prefixes (a hosted one: stable schemas). Its
+        prompts are laid out for the cache (each call's instruction in the system message)
+        and its catalogs are listed whole up to a larger size."""
+        return self.schemas == "stable"
