@@ -16,9 +16,9 @@ from .actions import (
 )
 from .catalog import planned_search, task_catalog
 from .contracts import describe_error
-from .core import Out, Rejected, RoundContext, TaskState, ask
+from .core import Out, Rejected, RoundContext, TaskState, ask, rejected_proposal
 from .defaults import DefaultsContext
-from .events import ActEvent, ActionPlanEvent, ErrorEvent, Event, PlanEvent, PlannedStep
+from .events import ActEvent, ActionPlanEvent, Event, PlanEvent, PlannedStep
 from .prompts import plan_format
 from .ranking import SEARCH_ACTION, CatalogView
 from .schemas import ActionPlan, ActionSelection, Observation, PlannedAction, actionplan_output
@@ -36,14 +36,8 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
         try:
             planned.value = checked_plan(ctx, task, task_catalog(ctx, task), proposed)
         except Rejected as error:
-            yield ErrorEvent(
-                round=ctx.round,
-                task=task.number,
-                kind=error.kind,  # type: ignore[arg-type]
-                message=f"The action plan proposed with the task plan was rejected: "
-                f"{str(error)[:1_500]}. The actions are planned again.",
-                retrying=True,
-            )
+            what = "The action plan proposed with the task plan"
+            yield rejected_proposal(ctx, task.number, error, what, "The actions are planned again.")
     if planned.value is None:
         async for event in plan_actions(ctx, task, planned):
             yield event

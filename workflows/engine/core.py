@@ -312,6 +312,21 @@ class RoundContext:
         )
 
 
+def rejected_proposal(
+    ctx: RoundContext, task: int, error: Rejected, what: str, then: str, *, action: int = 0
+) -> ErrorEvent:
+    """The error event for work a call proposed ahead (a first action, a next action, a
+    plan) that broke a rule: `what` was rejected because of `error`, and `then` happens."""
+    return ErrorEvent(
+        round=ctx.round,
+        task=task,
+        action=action,
+        kind=error.kind,  # type: ignore[arg-type]
+        message=f"{what} was rejected: {str(error)[:1_500]}. {then}",
+        retrying=True,
+    )
+
+
 async def complete_streaming(
     ctx: RoundContext,
     prompt: Sequence[Message],

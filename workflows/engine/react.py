@@ -17,7 +17,7 @@ from .actions import (
 from .answer import answer_key
 from .catalog import catalog_check, select, task_catalog
 from .contracts import describe_error
-from .core import Out, Rejected, RoundContext, Step, TaskState, ask
+from .core import Out, Rejected, RoundContext, Step, TaskState, ask, rejected_proposal
 from .defaults import DefaultsContext
 from .events import ActEvent, AskEvent, ErrorEvent, Event, PlanEvent, RefineEvent
 from .prompts import parameters_prompt, reconcile_schema, render_observation
@@ -282,10 +282,6 @@ async def refine(
         yield event
     if dropped and out.value is not None:
         error = dropped[-1]
-        yield ErrorEvent(
-            **step.position(),
-            kind=error.kind,  # type: ignore[arg-type]
-            message=f"The next action proposed with the refinement decision was rejected: "
-            f"{str(error)[:1_500]}. The next step chooses again.",
-            retrying=True,
-        )
+        what = "The next action proposed with the refinement decision"
+        then = "The next step chooses again."
+        yield rejected_proposal(ctx, task.number, error, what, then, action=step.action)

@@ -12,7 +12,7 @@ from .catalog import catalog_check, task_catalog
 from .closing import OpenWork
 from .contracts import LLM, DocumentStore, ModelUnavailable, ToolExecutor
 from .controls import Controls
-from .core import Out, Rejected, RoundContext, TaskState, ask
+from .core import Out, Rejected, RoundContext, TaskState, ask, rejected_proposal
 from .events import (
     ErrorEvent,
     Event,
@@ -214,14 +214,8 @@ def adopt_first_action(ctx: RoundContext, plan: TaskPlan) -> ErrorEvent | None:
         view = task_catalog(ctx, task)  # a catalog.search is answered by the first Stage 1
         task.proposed = catalog_check(ctx, task, view, searching=True)(plan.firstAction)
     except Rejected as error:
-        return ErrorEvent(
-            round=ctx.round,
-            task=task.number,
-            kind=error.kind,  # type: ignore[arg-type]
-            message=f"The first action proposed with the task plan was rejected: "
-            f"{str(error)[:1_500]}. Stage 1 chooses instead.",
-            retrying=True,
-        )
+        what = "The first action proposed with the task plan"
+        return rejected_proposal(ctx, task.number, error, what, "Stage 1 chooses instead.")
     return None
 
 
