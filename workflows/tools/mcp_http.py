@@ -12,16 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx2
 
 from .addresses import literal_address, literal_reason, non_public_reason
 
-if TYPE_CHECKING:
-    from .mcp import McpServer
+
+class ServerSpec(Protocol):
+    """What reaching a server needs of its configuration (mcp.McpServer)."""
+
+    name: str
+    command: Sequence[str]
+    env: Mapping[str, str]
+    url: str
+    headers: Mapping[str, str]
+    timeout: float
+    owner: int | None
+
 
 CONNECT_SECONDS = 20.0
 """How long starting a stdio server or reaching an HTTP one may take."""
@@ -41,7 +51,7 @@ async def system_resolve(host: str, port: int) -> list[str]:
 
 
 def transport_of(
-    server: McpServer,
+    server: ServerSpec,
     refused: Callable[[int], None] = lambda status: None,
     *,
     pinned: str | None = None,
@@ -117,7 +127,7 @@ class _HttpTransport:
 
 
 async def check_address(
-    server: McpServer, allow_hosts: frozenset[str], resolve: Resolver = system_resolve
+    server: ServerSpec, allow_hosts: frozenset[str], resolve: Resolver = system_resolve
 ) -> str | None:
     """Refuse, before any connection, a user's server on a private, loopback or link-local
     address (the fetcher's rule) unless the operator allowed its host. Returns the checked
@@ -149,7 +159,7 @@ async def check_address(
     return str(addresses[0])
 
 
-def refusal(server: McpServer, host: str, reason: str) -> ServerUnavailable:
+def refusal(server: ServerSpec, host: str, reason: str) -> ServerUnavailable:
     return ServerUnavailable(
         f"MCP server {server.name}: {host} is {reason}; refused (the operator may allow it "
         "in POWERON_FETCH_ALLOW_HOSTS)"
