@@ -493,6 +493,30 @@ async def test_continue_without_a_next_action_asks_stage_one() -> None:
     assert "a1 web.search (success)" in user_text(calls_of(llm, "select")[1])
 
 
+async def test_continue_with_the_criteria_met_stops_the_task_and_the_facts_decide() -> None:
+    """Refine says "continue" while judging the criteria met (a 1.5B model did so step after
+    step until the limit): the task stops there, an info status says why, and the steps
+    decide success. With a failed last step, the review runs and the task fails."""
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="a")])
+    llm.add({**cont(next=select("web.search")), "criteriaMet": True}, "Done.")
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    assert [c.kind for c in llm.calls] == ["taskplan", "select", "parameters", "refine", "final"]
+    refine = of(events, "refine")[0]
+    assert refine.decision == "stop" and refine.criteriaMet and refine.nextHint is None
+    assert any("judged the success criteria met" in s.reason for s in of(events, "status"))
+    assert of(events, "task")[-1].status == "success" and events[-1].status == "completed"
+
+    async def failing(params, ctx) -> ActionResult:
+        return ActionResult(success=False, error="the provider answered 500")
+
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="a")])
+    llm.add({**cont(), "criteriaMet": True}, review("success"))
+    events = await collect(make_state(), llm, tools=FakeToolExecutor({"web.search": failing}))
+    llm.assert_complete()
+    assert of(events, "task")[-1].status == "failed" and events[-1].status == "failed"
+
+
 async def test_a_next_action_that_breaks_stage_one_rules_is_said_and_chosen_again() -> None:
     """refine's next action is narrowed like Stage 1's: one outside the catalog is not valid,
     and the corrective retry lists the allowed actions."""

@@ -140,6 +140,18 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
     verdict = decision.value or RefinementDecision(
         decision="stop", reason="No valid refinement decision after one corrective retry."
     )
+    if verdict.decision == "continue" and verdict.criteriaMet:
+        # The model judged the criteria met and still asked for more: a small model does
+        # this step after step until the limit. Its own judgement stops the task; the steps
+        # then decide whether it succeeded, as for any stop.
+        verdict = verdict.model_copy(update={"decision": "stop", "next": None})
+        yield ctx.status(
+            "info",
+            "Refine judged the success criteria met but asked to continue; the task stops "
+            "here, and its steps decide whether it succeeded.",
+            task=task.number,
+            action=step.action,
+        )
     proposed = verdict.next if verdict.decision == "continue" else None
     yield RefineEvent(
         **step.position(),
