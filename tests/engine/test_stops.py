@@ -292,3 +292,53 @@ async def test_the_daily_budget_counts_earlier_rounds_of_the_day() -> None:
     llm.assert_complete()
     reason = of(events, "status")[0].reason
     assert "daily token budget is spent" in reason and "24 hours" in reason
+
+
+class AnswersInRefine(ScriptedLLM):
+    """Refine streams part of its answer, then `then()` decides: break off, or hang."""
+
+    def __init__(self, replies, then) -> None:
+        super().__init__(replies)
+        self.then = then
+
+    async def complete(self, messages, *, output, kind, key="", on_answer=None):
+        if kind == "refine" and on_answer is not None:
+            await on_answer("The first half")
+            await self.then()
+        return await super().complete(messages, output=output, kind=kind, key=key)
+
+
+async def test_a_model_lost_while_refine_streams_its_answer_keeps_the_partial_answer() -> None:
+    async def break_off() -> None:
+        raise ModelUnavailable("The model server at x broke off its answer.")
+
+    llm = AnswersInRefine([taskplan("t"), select(), params(query="q")], break_off)
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    answers = [m for m in of(events, "message") if m.role == "assistant"]
+    assert [(a.content, a.status) for a in answers] == [("The first half", "failed")]
+    assert events[-1].status == "failed"
+
+
+async def test_stopping_a_round_while_refine_streams_its_answer_cancels_the_call() -> None:
+    """The round's task is cancelled (Stop) mid-answer: the model call is cancelled with it,
+    not left running."""
+    import asyncio
+
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def hang() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    llm = AnswersInRefine([taskplan("t"), select(), params(query="q")], hang)
+    round_task = asyncio.create_task(collect(make_state(), llm))
+    await asyncio.wait_for(started.wait(), 5)
+    round_task.cancel()
+    await asyncio.wait_for(cancelled.wait(), 5)
+    with pytest.raises(asyncio.CancelledError):
+        await round_task
