@@ -126,7 +126,7 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
         text = failures_line(ctx) + missing_line(ctx)
         if text:
             yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
-        if drafted := drafted_answer(ctx):  # written by refine: no call of its own
+        if drafted := drafted_answer(ctx):  # written by refine or the review: no call of its own
             text += drafted
         else:
             async for piece in ctx.llm.stream_text(
@@ -161,17 +161,17 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
 
 
 def drafted_answer(ctx: RoundContext) -> str:
-    """The answer refine wrote with its stop, when the round's one task succeeded ("" when
-    the answer needs a call of its own)."""
+    """The answer refine (with its stop) or the review (with its success) wrote, when the
+    round's one task succeeded ("" when the answer needs a call of its own)."""
     if len(ctx.tasks) != 1 or ctx.tasks[0].status != "success":
         return ""
     return ctx.tasks[0].answer
 
 
 async def drafted_deltas(ctx: RoundContext, key: str, text: str, note: str) -> AsyncIterator[Event]:
-    """The deltas that complete an answer refine wrote: its note after what was streamed, or,
-    when the host put lines before it (or nothing was streamed), the whole text again as a new
-    attempt."""
+    """The deltas that complete an answer written with the task's last decision: its note
+    after what was streamed, or, when the host put lines before it (or nothing was streamed),
+    the whole text again as a new attempt."""
     attempt, streamed = ctx.streamed.get(key, ("", ""))
     if streamed and streamed == text:
         if note:

@@ -110,8 +110,8 @@ class TaskState:
     """Actionplan mode: the action list the task plan carried for this (only) task, checked
     like an Actionplan answer when the task starts."""
     answer: str = ""
-    """The answer to the user refine wrote when it stopped this task with the criteria met
-    (a round of one task); used only when the task ends in success."""
+    """The answer to the user that refine (stopping with the criteria met) or the review
+    (judging success) wrote in a round of one task; used only when the task ends in success."""
 
     def next_action(self) -> int:
         """The next action number; numbering goes on across retries so labels never clash."""
@@ -209,9 +209,9 @@ class RoundContext:
         self.cached_tokens = 0
         """Of the prompt tokens spent, those the provider read from its prompt cache."""
         self.outcome: tuple[str, str] = ("completed", "")
+        """The round's final status and reason, set by the mode that ran it."""
         self.streamed: dict[str, tuple[str, str]] = {}
         """Message key -> (attempt, text) of what a structured call streamed of it."""
-        """The round's final status and reason, set by the mode that ran it."""
 
     @property
     def round(self) -> int:
