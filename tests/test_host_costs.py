@@ -162,3 +162,27 @@ async def test_start_up_starts_the_document_parser_and_settings_reach_its_limits
     assert (limits.max_seconds, limits.max_memory, limits.max_xml_elements) == (
         7.5, 256_000_000, 5_000
     )  # fmt: skip
+
+
+@pytest.mark.usefixtures("durable")
+async def test_the_durable_warm_up_runs_a_step_and_leaves_no_workflow_behind(monkeypatch, caplog):
+    """A process that runs rounds runs DBOS's first step and receive at start (the first
+    round then finds them ready) and deletes that workflow; a warm-up that fails is logged
+    and deleted too, never raised."""
+    from dbos import DBOS
+
+    from workflows.execution import durable
+
+    ran = []
+    monkeypatch.setattr(durable, "_nothing", lambda: ran.append("step"))
+    await durable.warm_up()
+    assert ran == ["step"]
+    assert await DBOS.list_workflows_async() == []
+
+    def fails() -> None:
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(durable, "_nothing", fails)
+    await durable.warm_up()
+    assert "the durable warm-up failed" in caplog.text
+    assert await DBOS.list_workflows_async() == []

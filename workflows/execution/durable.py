@@ -10,16 +10,18 @@ one's runs without a heartbeat for `POWERON_FAILOVER_SECONDS` takes them over.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 import sys
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from dbos import DBOS, DBOSClient
+from dbos import DBOS, DBOSClient, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowCancelledError
 from dbos._serialization import DBOSPortableJSON
 from django.conf import settings
@@ -93,6 +95,33 @@ async def launch(*, queues: Iterable[str] | None = None, executor_id: str | None
     logger.info("DBOS launched: executor %s, version %s", who, settings.POWERON_APP_VERSION)
 
 
+@DBOS.workflow(name="poweron.warm_up")
+async def warm_up_workflow() -> str:
+    """Nothing of a run's own: one checkpointed step and one receive that finds nothing, so
+    the first round finds DBOS's statements compiled and its threads and connections open."""
+    await DBOS.run_step_async({"name": "warm_up"}, _nothing)
+    await DBOS.recv_async("warm-up", timeout_seconds=0)
+    return "warm"
+
+
+def _nothing() -> None:
+    return None
+
+
+async def warm_up() -> None:
+    """Run the warm-up workflow once, then delete it; a failure only costs the first round
+    its speed (it is logged, never raised)."""
+    dbos_id = f"poweron-warm-up-{uuid.uuid4().hex}"
+    try:
+        with SetWorkflowID(dbos_id):
+            handle = await DBOS.start_workflow_async(warm_up_workflow)
+        await handle.get_result()
+    except Exception:
+        logger.warning("the durable warm-up failed; the first round may be slower", exc_info=True)
+    with contextlib.suppress(Exception):
+        await DBOS.delete_workflow_async(dbos_id)
+
+
 def _stops_are_not_errors(record: logging.LogRecord) -> bool:
     """DBOS logs a cancelled workflow as an error with a traceback; a stop is not one."""
     error = record.exc_info[1] if record.exc_info else None
@@ -116,6 +145,8 @@ def launch_with_daphne() -> None:
         if runs_rounds:
             await setup.warm_up()  # the model's client, in the loop the rounds run in
         await launch(queues=None if runs_rounds else [])
+        if runs_rounds:
+            await warm_up()  # DBOS's own first steps, before the first round's
         await watch_for_dead_executors()
 
     def begin() -> None:

@@ -53,6 +53,7 @@ class Command(BaseCommand):
         assert runner.round_workflow  # registered before DBOS launches
         await setup.warm_up()  # the first round neither imports the model client nor creates it
         await durable.launch(queues=[durable.ROUNDS_QUEUE], executor_id=name)
+        await durable.warm_up()
         watchdog = asyncio.create_task(durable.watch_for_dead_executors())
         stopping = asyncio.Event()
         loop = asyncio.get_running_loop()
