@@ -107,3 +107,43 @@ async def test_for_a_cache_the_instruction_of_each_call_kind_ends_the_system_mes
         else:
             assert "## Now" not in system_of(first)
             assert "Answer with one JSON object" in user.split("## Now")[1]
+
+
+@pytest.mark.parametrize("kind", ["selection", "refinement", "answering refinement"])
+def test_a_schema_that_names_the_documents_is_the_full_models_filled_in(kind: str) -> None:
+    """A call whose schema enumerates the documents gets a stand-in model (the documents
+    change at every step; building a model per step cost a few ms): its schema and its valid
+    values are byte for byte those of the model built with the enumeration, it validates as
+    that model without the enumeration (the host checks references after the answer), and
+    the answer comes out as the plain model."""
+    from workflows.engine import formats, schemas
+
+    actions, connections = ("web.search", "document.extract"), ("github",)
+    many = tuple(f"docItem:{n}:a" for n in range(50))  # more than an enum shows
+    for references in [(NOTES,), (NOTES, "docItem:7:notes.md"), many]:
+        selection = schemas._narrowed_selection(actions, references, connections)
+        if kind == "selection":
+            fast, full = schemas.selection_output(actions, references, connections), selection
+        else:
+            answering = kind == "answering refinement"
+            fast = schemas.refinement_output(actions, references, connections, answering=answering)
+            base = schemas.AnsweringRefinement if answering else schemas.RefinementDecision
+            full = schemas._narrowed(base, next=(selection | None, None))
+        assert fast.__name__ == full.__name__
+        for fmt in ("json_schema", "json_object"):
+            assert json.dumps(formats.response_format(fast, fmt)) == json.dumps(
+                formats.response_format.__wrapped__(full, fmt)
+            )
+        assert formats.valid_values(fast) == formats.valid_values.__wrapped__(full)
+        assert f'"{references[-1]}"' in formats.valid_values(fast)
+        answer: dict = {
+            "action": "web.search",
+            "actionObjective": "Look",
+            "requiredInputDocuments": ["docList:elsewhere"],
+        }
+        if kind != "selection":
+            answer = {"decision": "continue", "reason": "More.", "next": answer}
+        value = schemas.plain(fast.model_validate_json(json.dumps(answer)))
+        assert type(value) is schemas._PLAIN[full]  # the plain model
+        chosen = value.next if kind != "selection" else value
+        assert chosen.requiredInputDocuments == ["docList:elsewhere"]  # checked by the host

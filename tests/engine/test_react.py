@@ -189,7 +189,8 @@ async def test_allowed_methods_depend_on_the_task_type() -> None:
 
 async def test_unknown_document_references_and_connections_are_rejected(store) -> None:
     """References must name this workflow's documents; connections must be known labels: the
-    answer's schema offers only those, and the corrective message lists them."""
+    answer's schema offers only those, and the corrective message lists them (a reference is
+    checked after the answer, against the documents that exist)."""
     llm = ScriptedLLM(
         [
             taskplan("t"),
@@ -201,8 +202,8 @@ async def test_unknown_document_references_and_connections_are_rejected(store) -
     events = await collect(make_state(), llm, store=store)
     llm.assert_complete()
     errors = of(events, "error")
-    assert [(e.kind, e.retrying) for e in errors] == [("validation", True), ("validation", False)]
-    assert "'docList:round1_uploads'" in errors[0].message
+    assert [(e.kind, e.retrying) for e in errors] == [("reference", True), ("validation", False)]
+    assert "valid references: docList:round1_uploads" in errors[0].message
     assert "requiredConnection: Input should be null" in errors[1].message
 
 

@@ -395,7 +395,6 @@ async def ask(
     if ctx.state.prompt_cache:  # a hosted provider: laid out for its prompt cache
         messages = cache_first(messages)
     prompt = list(messages)
-    valid = valid_values(output)
     for attempt in (1, 2):
         raw, kind_of_error, unfinished = "", "validation", False
         try:
@@ -434,6 +433,7 @@ async def ask(
             message=f"{what}: {message[:1_500]}",
             retrying=attempt == 1,
         )
+        valid = valid_values(output)  # only a corrective message needs them
         if unfinished:
             prompt = [*messages, unfinished_correction(message, valid)]
         else:

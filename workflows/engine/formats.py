@@ -8,6 +8,8 @@ import copy
 import functools
 import json
 import re
+import weakref
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -113,15 +115,61 @@ def compact_schema(schema: Any) -> Any:
     return compact
 
 
+@dataclass(frozen=True)
+class Template:
+    """A model's schema is another's with a placeholder filled in: the string `placeholder`
+    (a const in `model`'s schema) becomes `values`, and the list holding it takes up to
+    `max_items` of them. Filling it in takes a few dozen microseconds, where generating the
+    schema takes a millisecond or more, at every step for a schema that names the documents
+    that exist."""
+
+    model: type[BaseModel]
+    placeholder: str
+    values: tuple[str, ...]
+    max_items: int
+
+    def fill(self, node: Any) -> Any:
+        if isinstance(node, list):
+            return [self.fill(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if node.get("const") == self.placeholder:
+            key, value = (
+                ("const", self.values[0]) if len(self.values) == 1 else ("enum", [*self.values])
+            )
+            return {
+                (key if k == "const" else k): (value if k == "const" else v)
+                for k, v in node.items()
+            }
+        filled = {key: self.fill(value) for key, value in node.items()}
+        items = node.get("items")
+        if (
+            isinstance(items, dict)
+            and items.get("const") == self.placeholder
+            and "maxItems" in node
+        ):
+            filled["maxItems"] = self.max_items
+        return filled
+
+
+TEMPLATES: weakref.WeakKeyDictionary[type[BaseModel], Template] = weakref.WeakKeyDictionary()
+"""The models whose schema is filled in from another's (registered where they are built)."""
+
+
 @functools.lru_cache(maxsize=512)
 def response_format(output: type[BaseModel], fmt: ResponseFormat) -> dict[str, Any] | None:
     """The response_format asking for `output` in `fmt`: computed once per model and format
     (a schema takes a millisecond or more to generate; the models built for calls from the live
-    state are cached too, so a run asks for the same few). Shared: never modify it."""
+    state are cached too, so a run asks for the same few; a model with a template has its
+    template's schema filled in). Shared: never modify it."""
     if fmt == "text":
         return None
     if fmt == "json_object":
         return {"type": "json_object"}
+    if (template := TEMPLATES.get(output)) is not None:
+        shape = response_format(template.model, fmt)
+        assert shape is not None
+        return {**shape, "json_schema": template.fill(shape["json_schema"])}
     schema = compact_schema(output.model_json_schema())
     strict = strict_schema(schema)
     return {
@@ -137,10 +185,17 @@ def response_format(output: type[BaseModel], fmt: ResponseFormat) -> dict[str, A
 # --- Valid values, for corrective messages ----------------------------------------------------
 
 
+@functools.lru_cache(maxsize=256)
 def valid_values(output: type[BaseModel]) -> str:
     """The fixed choices of an output model's fields, in words ("" when it has none), e.g.
-    `action: one of "web.search", "ai.process"; requiredConnection: null`."""
-    schema = output.model_json_schema()
+    `action: one of "web.search", "ai.process"; requiredConnection: null` (computed once per
+    model, from its schema)."""
+    template = TEMPLATES.get(output)
+    schema = (
+        template.fill(template.model.model_json_schema())
+        if template
+        else output.model_json_schema()
+    )
     defs: dict[str, Any] = schema.get("$defs", {})
     lines: list[str] = []
 

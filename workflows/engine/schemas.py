@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+import weakref
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -22,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from . import formats
 from .contracts import WebFinding
 
 FORBIDDEN_PARAMETER_NAMES = frozenset(
@@ -292,7 +294,11 @@ class ActionPlan(ModelOutput):
 # as the plain models (`plain`).
 
 M = TypeVar("M", bound=BaseModel)
-_PLAIN: dict[type[BaseModel], type[BaseModel]] = {}
+_PLAIN: weakref.WeakKeyDictionary[type[BaseModel], type[BaseModel]] = weakref.WeakKeyDictionary()
+"""The plain model each narrowed one narrows (held weakly: a model built for a step goes
+when no cache holds it)."""
+PLACEHOLDER = "\x00reference"
+"""The one reference of the models whose schemas the others' are filled in from."""
 REFERENCES_SHOWN = 40
 """At most this many references in an enum (the newest); older ones still resolve when named
 in a server that does not enforce the schema."""
@@ -353,6 +359,19 @@ def selection_output(
     """Stage 1's answer for this call: `action` one of `actions`, references among those that
     exist (none when there are none; any, checked after the answer, when None), the connection
     one of the user's labels or null."""
+    if _templated(references):
+        return _by_template(
+            _narrowed_selection(actions, None, connections),
+            _narrowed_selection(actions, (PLACEHOLDER,), connections),
+            references,
+        )
+    return _narrowed_selection(actions, references, connections)
+
+
+@functools.lru_cache(maxsize=256)
+def _narrowed_selection(
+    actions: tuple[str, ...], references: tuple[str, ...] | None, connections: tuple[str, ...]
+) -> type[ActionSelection]:
     return _narrowed(ActionSelection, **_selection_fields(actions, references, connections))
 
 
@@ -366,9 +385,52 @@ def refinement_output(
 ) -> type[RefinementDecision]:
     """Refine's answer for this call: its next action narrowed like Stage 1's; `answering`: it
     may carry the answer to the user (AnsweringRefinement)."""
-    selection = selection_output(actions, references, connections)
+    if _templated(references):
+        return _by_template(
+            refinement_output(actions, None, connections, answering=answering),
+            refinement_output(actions, (PLACEHOLDER,), connections, answering=answering),
+            references,
+        )
+    selection = _narrowed_selection(actions, references, connections)
     base = AnsweringRefinement if answering else RefinementDecision
     return _narrowed(base, next=(selection | None, None))
+
+
+# The documents that exist change at every step, and building a model takes a millisecond or
+# two. A call whose schema enumerates them gets a stand-in instead, built in a tenth of that:
+# it validates as the same model without the enumeration (the references are checked after
+# the answer, as for a stable schema) and its schema is the placeholder model's, filled in.
+
+
+def _templated(references: tuple[str, ...] | None) -> bool:
+    return bool(references) and references != (PLACEHOLDER,)
+
+
+def _by_template(
+    validating: type[M], template: type[BaseModel], references: tuple[str, ...] | None
+) -> type[M]:
+    """A model that validates as `validating` and whose schema is `template`'s with the
+    placeholder reference replaced by `references` (the newest REFERENCES_SHOWN)."""
+    assert references
+    shown = references[-REFERENCES_SHOWN:]
+    stand_in: type[M] = type(
+        validating.__name__,
+        (validating,),
+        {
+            "__module__": validating.__module__,
+            "__doc__": validating.__doc__,
+            "model_config": ConfigDict(defer_build=True),  # never built: it never validates
+            "model_validate": classmethod(lambda cls, *a, **k: validating.model_validate(*a, **k)),
+            "model_validate_json": classmethod(
+                lambda cls, *a, **k: validating.model_validate_json(*a, **k)
+            ),
+        },
+    )
+    formats.TEMPLATES[stand_in] = formats.Template(
+        template, PLACEHOLDER, shown, min(len(shown), 10)
+    )
+    _PLAIN[stand_in] = _PLAIN.get(validating, validating)
+    return stand_in
 
 
 @functools.lru_cache(maxsize=256)
@@ -469,7 +531,7 @@ def taskplan_output(
         return _narrowed(TaskPlanWithActions, plan=(listed | None, None), **fields)
     if not first:
         return _narrowed(_TaskPlanAlone, **fields)
-    action = selection_output(actions, references, connections)
+    action = _narrowed_selection(actions, references, connections)
     return _narrowed(TaskPlan, firstAction=(action | None, None), **fields)
 
 
