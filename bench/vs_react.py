@@ -12,7 +12,8 @@ the tools returning the same observations, the final answer the same text.
 Tokens are counted at the server from the recorded request bodies with the real o200k
 tokenizer. A request is serialised as: its `tools` (LangGraph) or `response_format`
 (PowerOn) as compact JSON first, then each message as "role: content", a tool call as
-"name arguments" (providers count tools and schemas as input, ahead of the messages). A
+"name arguments" (providers count tools and schemas as input, ahead of the messages); an
+answer's JSON is counted as a model writes it (a dash as itself, not as a \\u escape). A
 provider's prefix cache is simulated per system: the cached part of a request is its longest
 common token prefix with any earlier request of that system in this process, rounded down to
 a multiple of 128 and counted only from 1,024 tokens. Each run has its own notes and request,
@@ -179,7 +180,7 @@ class Model:
             elif schema:
                 kind = self.kinds.get(schema, schema)
                 answer = DemoLLM().complete(messages, output=AnyAnswer, kind=kind)
-                content = json.dumps(asyncio.run(answer).value.root)
+                content = json.dumps(asyncio.run(answer).value.root, ensure_ascii=False)
                 tokens = count(content)
             else:
                 kind = "final" if body.get("stream") else "text"
@@ -202,7 +203,7 @@ class Model:
         done = sum(message["role"] == "tool" for message in messages)
         if done < len(trace.actions):
             name, arguments = trace.actions[done]
-            tokens = count(openai_name(name)) + count(json.dumps(arguments))
+            tokens = count(openai_name(name)) + count(json.dumps(arguments, ensure_ascii=False))
             return "tool call", tool_calls((openai_name(name), arguments)), tokens
         return "final", trace.final, count(trace.final)
 

@@ -365,6 +365,30 @@ def test_the_documents_index_stays_bounded_in_a_long_workflow() -> None:
     assert resolve_references(["docList:round1_task1_action1_pages"], large)  # still works
 
 
+def test_the_documents_index_stays_bounded_in_a_long_task() -> None:
+    """A task of many actions in one round: this round's newest labels are listed, its
+    earlier results counted (and still resolvable), so the prompt stops growing."""
+    from workflows.engine.contracts import DocumentRef, resolve_references
+    from workflows.engine.prompts import render_documents
+
+    def refs(actions: int) -> list[DocumentRef]:
+        return [
+            DocumentRef(id=str(n), name=f"r{n}.md", mime="text/markdown",
+                        label=f"round1_task1_action{n}_result", round=1)
+            for n in range(1, actions + 1)
+        ]  # fmt: skip
+
+    caps = Caps()
+    short = render_documents(refs(caps.documents_current_labels), current_round=1, caps=caps)
+    assert "not listed" not in short  # a short task: everything is listed
+    long = render_documents(refs(100), current_round=1, caps=caps)
+    assert len(long) <= len(short) + 200
+    assert "+88 earlier result(s) of this round under 88 label(s), not listed" in long
+    assert "docList:round1_task1_action100_result" in long
+    assert "docList:round1_task1_action88_result" not in long
+    assert resolve_references(["docList:round1_task1_action1_result"], refs(100))
+
+
 def test_steps_so_far_lists_the_newest_steps_and_counts_the_rest() -> None:
     """A long task's prompt lists its newest steps line by line; older ones are counted."""
     from workflows.engine.core import STEPS_SHOWN, StepRecord, TaskState

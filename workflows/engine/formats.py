@@ -116,7 +116,7 @@ def compact_schema(schema: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Template:
+class SchemaTemplate:
     """A model's schema is another's with a placeholder filled in: the string `placeholder`
     (a const in `model`'s schema) becomes `values`, and the list holding it takes up to
     `max_items` of them. Filling it in takes a few dozen microseconds, where generating the
@@ -129,6 +129,7 @@ class Template:
     max_items: int
 
     def fill(self, node: Any) -> Any:
+        """A copy of the schema `node` with the placeholder filled in."""
         if isinstance(node, list):
             return [self.fill(item) for item in node]
         if not isinstance(node, dict):
@@ -152,7 +153,9 @@ class Template:
         return filled
 
 
-TEMPLATES: weakref.WeakKeyDictionary[type[BaseModel], Template] = weakref.WeakKeyDictionary()
+SCHEMA_TEMPLATES: weakref.WeakKeyDictionary[type[BaseModel], SchemaTemplate] = (
+    weakref.WeakKeyDictionary()
+)
 """The models whose schema is filled in from another's (registered where they are built)."""
 
 
@@ -166,7 +169,7 @@ def response_format(output: type[BaseModel], fmt: ResponseFormat) -> dict[str, A
         return None
     if fmt == "json_object":
         return {"type": "json_object"}
-    if (template := TEMPLATES.get(output)) is not None:
+    if (template := SCHEMA_TEMPLATES.get(output)) is not None:
         shape = response_format(template.model, fmt)
         assert shape is not None
         return {**shape, "json_schema": template.fill(shape["json_schema"])}
@@ -190,7 +193,7 @@ def valid_values(output: type[BaseModel]) -> str:
     """The fixed choices of an output model's fields, in words ("" when it has none), e.g.
     `action: one of "web.search", "ai.process"; requiredConnection: null` (computed once per
     model, from its schema)."""
-    template = TEMPLATES.get(output)
+    template = SCHEMA_TEMPLATES.get(output)
     schema = (
         template.fill(template.model.model_json_schema())
         if template

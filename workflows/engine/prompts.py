@@ -154,22 +154,32 @@ def render_catalog(tools: Sequence[Tool]) -> str:
 def render_documents(
     index: Sequence[DocumentRef], *, current_round: int = 0, caps: Caps | None = None
 ) -> str:
-    """The documents that matter now, as docList labels with their docItem references: all
-    of this round's, the newest of earlier rounds; the rest counted, not listed (references to
-    them still work). A long workflow's prompt stays the same size."""
+    """The documents that matter now, as docList labels with their docItem references: this
+    round's newest labels, the newest documents of earlier rounds; the rest counted, not listed
+    (references to them still work). A long workflow's or a long task's prompt stays the same
+    size."""
     if not index:
         return "(none)"
     caps = caps or Caps()
     earlier = [ref for ref in index if ref.round != current_round]
-    shown = [*earlier[-caps.documents_recent :], *(r for r in index if r.round == current_round)]
+    current = [ref for ref in index if ref.round == current_round]
+    listed = set(
+        list(dict.fromkeys(ref.label for ref in current))[-caps.documents_current_labels :]
+    )
+    shown = [*earlier[-caps.documents_recent :], *(r for r in current if r.label in listed)]
     hidden = earlier[: -caps.documents_recent] if len(earlier) > caps.documents_recent else []
+    hidden_now = [ref for ref in current if ref.label not in listed]
     lines: list[str] = []
-    if hidden:
-        labels = len({ref.label for ref in hidden})
-        lines.append(
-            f"- (+{len(hidden)} older document(s) under {labels} label(s), not listed; "
-            "docList:<label> and docItem:<id> references to them still work)"
-        )
+    for refs, which in (
+        (hidden, "older document(s)"),
+        (hidden_now, "earlier result(s) of this round"),
+    ):
+        if refs:
+            labels = len({ref.label for ref in refs})
+            lines.append(
+                f"- (+{len(refs)} {which} under {labels} label(s), not listed; "
+                "docList:<label> and docItem:<id> references to them still work)"
+            )
     totals = Counter(ref.label for ref in index)
     groups: dict[str, list[DocumentRef]] = {}
     for ref in shown:

@@ -426,7 +426,7 @@ def _by_template(
             ),
         },
     )
-    formats.TEMPLATES[stand_in] = formats.Template(
+    formats.SCHEMA_TEMPLATES[stand_in] = formats.SchemaTemplate(
         template, PLACEHOLDER, shown, min(len(shown), 10)
     )
     _PLAIN[stand_in] = _PLAIN.get(validating, validating)

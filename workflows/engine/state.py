@@ -86,6 +86,9 @@ class Caps(BaseModel):
     counted, and references to them still resolve."""
     documents_per_label: int = 8
     """Documents listed under one label; the rest of the list is counted."""
+    documents_current_labels: int = 12
+    """Labels of this round listed (the newest); a long task's older results are counted,
+    and references to them still resolve."""
 
 
 class RoundState(BaseModel):
