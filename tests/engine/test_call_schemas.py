@@ -116,19 +116,19 @@ def test_a_schema_that_names_the_documents_is_the_full_models_filled_in(kind: st
     values are byte for byte those of the model built with the enumeration, it validates as
     that model without the enumeration (the host checks references after the answer), and
     the answer comes out as the plain model."""
-    from workflows.engine import formats, schemas
+    from workflows.engine import formats, narrowed, schemas
 
     actions, connections = ("web.search", "document.extract"), ("github",)
     many = tuple(f"docItem:{n}:a" for n in range(50))  # more than an enum shows
     for references in [(NOTES,), (NOTES, "docItem:7:notes.md"), many]:
-        selection = schemas._narrowed_selection(actions, references, connections)
+        selection = narrowed._narrowed_selection(actions, references, connections)
         if kind == "selection":
-            fast, full = schemas.selection_output(actions, references, connections), selection
+            fast, full = narrowed.selection_output(actions, references, connections), selection
         else:
             answering = kind == "answering refinement"
-            fast = schemas.refinement_output(actions, references, connections, answering=answering)
+            fast = narrowed.refinement_output(actions, references, connections, answering=answering)
             base = schemas.AnsweringRefinement if answering else schemas.RefinementDecision
-            full = schemas._narrowed(base, next=(selection | None, None))
+            full = narrowed._narrowed(base, next=(selection | None, None))
         assert fast.__name__ == full.__name__
         for fmt in ("json_schema", "json_object"):
             assert json.dumps(formats.response_format(fast, fmt)) == json.dumps(
@@ -143,7 +143,7 @@ def test_a_schema_that_names_the_documents_is_the_full_models_filled_in(kind: st
         }
         if kind != "selection":
             answer = {"decision": "continue", "reason": "More.", "next": answer}
-        value = schemas.plain(fast.model_validate_json(json.dumps(answer)))
-        assert type(value) is schemas._PLAIN[full]  # the plain model
+        value = narrowed.plain(fast.model_validate_json(json.dumps(answer)))
+        assert type(value) is narrowed._PLAIN[full]  # the plain model
         chosen = value.next if kind != "selection" else value
         assert chosen.requiredInputDocuments == ["docList:elsewhere"]  # checked by the host

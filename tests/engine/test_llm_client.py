@@ -8,12 +8,8 @@ from tests.support.fake_openai import FakeReply
 from workflows.engine.contracts import InvalidModelOutput, ModelUnavailable, Usage
 from workflows.engine.formats import extract_json, strict_schema
 from workflows.engine.llm import OpenAICompatibleLLM
-from workflows.engine.schemas import (
-    ActionSelection,
-    RefinementDecision,
-    TaskReview,
-    refinement_output,
-)
+from workflows.engine.narrowed import refinement_output
+from workflows.engine.schemas import ActionSelection, RefinementDecision, TaskReview
 
 MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "u" * 400}]
 

@@ -15,7 +15,8 @@ from workflows.engine.answer import OWN_KNOWLEDGE
 from workflows.engine.contracts import catalog_line
 from workflows.engine.formats import valid_values
 from workflows.engine.llm import MAX_TOKENS, OpenAICompatibleLLM
-from workflows.engine.schemas import clean_reference, selection_output
+from workflows.engine.narrowed import selection_output
+from workflows.engine.schemas import clean_reference
 from workflows.engine.state import ConnectionInfo, Policy
 from workflows.engine.testing import FakeToolExecutor, ScriptedLLM, fake_tools
 

@@ -19,9 +19,10 @@ from .contracts import describe_error
 from .core import Out, Rejected, RoundContext, TaskState, ask, rejected_proposal
 from .defaults import DefaultsContext
 from .events import ActEvent, ActionPlanEvent, Event, PlanEvent, PlannedStep
+from .narrowed import actionplan_output
 from .prompts import plan_format
 from .ranking import SEARCH_ACTION, CatalogView
-from .schemas import ActionPlan, ActionSelection, Observation, PlannedAction, actionplan_output
+from .schemas import ActionPlan, ActionSelection, Observation, PlannedAction
 from .selection import selection_messages, task_tools
 
 Planned = list[tuple[PlannedAction, Prepared]]

@@ -35,8 +35,9 @@ from .events import (
 from .formats import holds_json, valid_values
 from .guards import Budget
 from .money import Cost
+from .narrowed import plain
 from .prompts import cache_first, correction, unfinished_correction
-from .schemas import ActionPlan, ActionSelection, Observation, TaskItem, plain
+from .schemas import ActionPlan, ActionSelection, Observation, TaskItem
 from .state import HistoryEntry, RoundState
 
 V = TypeVar("V")
@@ -384,7 +385,7 @@ async def ask(
     """One structured model call with exactly one corrective retry (`key`: the message the
     output's `answer` field is, streamed live by hosts that can).
 
-    `output` may be a model built for this call (schemas.selection_output …); the value handed
+    `output` may be a model built for this call (narrowed.selection_output …); the value handed
     to `check` and left in `out` is the plain model it narrows. `check` may transform the value
     or raise Rejected/ValueError; the error is fed back to the model once, with the valid
     values. An answer that held no JSON (cut off at its token limit, looping, timed out, prose)

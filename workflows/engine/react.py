@@ -20,14 +20,10 @@ from .contracts import describe_error
 from .core import Out, Rejected, RoundContext, Step, TaskState, ask, rejected_proposal
 from .defaults import DefaultsContext
 from .events import ActEvent, AskEvent, ErrorEvent, Event, PlanEvent, RefineEvent
+from .narrowed import parameters_output
 from .prompts import parameters_prompt, reconcile_schema, render_observation
 from .ranking import SEARCH_ACTION
-from .schemas import (
-    ActionSelection,
-    Observation,
-    RefinementDecision,
-    parameters_output,
-)
+from .schemas import ActionSelection, Observation, RefinementDecision
 from .selection import (
     answer_rule,
     answers_with_refine,

@@ -24,6 +24,7 @@ from .events import (
 )
 from .guards import allowed_tools
 from .history import render_history
+from .narrowed import review_output, taskplan_output
 from .prompts import (
     build,
     plan_format,
@@ -32,14 +33,7 @@ from .prompts import (
     selection_format,
 )
 from .ranking import task_view
-from .schemas import (
-    ActionPlan,
-    TaskItem,
-    TaskPlan,
-    TaskReview,
-    review_output,
-    taskplan_output,
-)
+from .schemas import ActionPlan, TaskItem, TaskPlan, TaskReview
 from .selection import (
     answer_rule,
     answers_with_review,

@@ -10,6 +10,7 @@ from .contracts import DocumentRef, Message, ReferenceNotFound, Tool, resolve_re
 from .core import Rejected, RoundContext, Step, TaskState
 from .events import Event
 from .guards import allowed_tools, is_allowed
+from .narrowed import refinement_output, selection_output
 from .prompts import (
     build,
     fit_history,
@@ -18,13 +19,7 @@ from .prompts import (
     render_list,
     selection_format,
 )
-from .schemas import (
-    FORBIDDEN_PARAMETER_NAMES,
-    ActionSelection,
-    RefinementDecision,
-    refinement_output,
-    selection_output,
-)
+from .schemas import FORBIDDEN_PARAMETER_NAMES, ActionSelection, RefinementDecision
 
 FORBIDDEN_TEXT = ", ".join(sorted(FORBIDDEN_PARAMETER_NAMES))
 LABELS_SHOWN = ITEMS_SHOWN = 20
