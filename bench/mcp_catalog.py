@@ -50,7 +50,8 @@ from workflows.engine import llm as engine_llm  # noqa: E402
 from workflows.engine import ranking  # noqa: E402
 from workflows.engine.prompts import system_message  # noqa: E402
 from workflows.engine.ranking import Ranking, task_view  # noqa: E402
-from workflows.tools.mcp import McpHub, McpServer, forget_listings  # noqa: E402
+from workflows.tools.mcp import McpHub, forget_listings  # noqa: E402
+from workflows.tools.mcp_servers import McpServer  # noqa: E402
 
 SERVER_OWN_TOOLS = 6
 """add, city_facts, chart, fail, slow, echo_env: the test server lists them before its extras."""

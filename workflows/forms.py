@@ -77,13 +77,13 @@ class ConnectionForm(forms.ModelForm):
         return data
 
     def _check_mcp(self, label: str, url: str, secret: str) -> None:
-        from workflows.tools import mcp
+        from workflows.tools import mcp_servers
         from workflows.tools.addresses import literal_reason
 
         if not url:
             self.add_error("url", "An MCP server needs its URL.")
             return
-        if label and mcp.user_server(label=label, url=url, secret=secret, owner=0) is None:
+        if label and mcp_servers.user_server(label=label, url=url, secret=secret, owner=0) is None:
             self.add_error(
                 "label",
                 "An MCP server's label names its tools: lowercase letters, digits, - or _, "

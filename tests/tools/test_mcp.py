@@ -11,8 +11,9 @@ from pydantic import ValidationError
 
 from tests.support.mcp_servers import http_server, stdio_command
 from workflows.engine.contracts import catalog_line
-from workflows.tools import mcp
-from workflows.tools.mcp import McpHub, McpServer, load_servers
+from workflows.tools import mcp, mcp_tools
+from workflows.tools.mcp import McpHub
+from workflows.tools.mcp_servers import McpServer, load_servers
 
 
 @pytest.fixture(autouse=True)
@@ -106,7 +107,7 @@ async def test_a_slow_tool_times_out_and_a_large_result_is_cut():
         result = await slow.run(slow.Parameters.model_validate({"seconds": 30}), None)
         assert time.monotonic() - started < 5
         assert result.error == "calc.slow did not answer within 0.5 s"
-    result = mcp.to_result(server, "big", _Result("x" * 1_000))
+    result = mcp_tools.to_result(server, "big", _Result("x" * 1_000))
     assert len(result.documents[0].data) == 200
     assert result.notes == ["The result was cut to 200 characters (it had 1,000)."]
 
@@ -175,7 +176,7 @@ def test_approval_patterns_follow_each_servers_setting():
         McpServer(name="wiki", url="https://203.0.113.9/mcp", approval=False),
         McpServer(name="ops", url="https://203.0.113.9/mcp", approval=("restart-service",)),
     ]
-    assert mcp.approval_patterns(servers) == ["calc.*", "ops.restart_service"]
+    assert mcp_tools.approval_patterns(servers) == ["calc.*", "ops.restart_service"]
 
 
 # --- A user's HTTP server is reached at the address that was checked (no DNS rebinding) ---

@@ -10,7 +10,8 @@ from tests.support.mcp_servers import stdio_command
 from workflows.engine.ranking import SEARCH_ACTION, task_view
 from workflows.engine.testing import FakeToolExecutor, ScriptedLLM, fake_tools
 from workflows.tools import mcp
-from workflows.tools.mcp import McpHub, McpServer
+from workflows.tools.mcp import McpHub
+from workflows.tools.mcp_servers import McpServer
 
 
 @pytest.fixture(autouse=True)

@@ -18,8 +18,9 @@ from workflows.engine.contracts import LLM, ToolExecutor
 from workflows.engine.money import Prices
 from workflows.engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
 from workflows.models import ChatMessage, ChatWorkflow
-from workflows.tools import isolation, mcp
+from workflows.tools import isolation, mcp, mcp_tools
 from workflows.tools.addresses import literal_reason
+from workflows.tools.mcp_servers import McpServer, load_servers, servers_for, user_server
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +195,7 @@ def tool_overview(
     return rows + [row for server in servers for row in mcp_overview(server)]
 
 
-def mcp_overview(server: mcp.McpServer) -> list[dict]:
+def mcp_overview(server: McpServer) -> list[dict]:
     """The Tools panel's rows for one MCP server: its tools as last listed, or why it has
     none, or that a run will list them."""
     where = "your MCP server" if server.owner else f"MCP server {server.name}"
@@ -207,8 +208,10 @@ def mcp_overview(server: mcp.McpServer) -> list[dict]:
         return [_row(f"{server.name}.*", "", reason=listing.error)]
     return [
         _row(
-            f"{server.name}.{mcp.catalog_name(spec.name)}",
-            f"{mcp.short_description(spec.description)} (from {where}.{asks})".replace(".)", ")"),
+            f"{server.name}.{mcp_tools.catalog_name(spec.name)}",
+            f"{mcp_tools.short_description(spec.description)} (from {where}.{asks})".replace(
+                ".)", ")"
+            ),
         )
         for spec in listing.tools
         if server.tools is None or spec.name in server.tools
@@ -271,7 +274,7 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
         policy=Policy(
             approval=[
                 *settings.POWERON_APPROVAL_METHODS,
-                *mcp.approval_patterns(mcp_servers(connections)),
+                *mcp_tools.approval_patterns(mcp_servers(connections)),
             ]
         ),
     )
@@ -369,21 +372,21 @@ MCP_KIND = "mcp"
 """The kind of a user's connection to their own MCP server."""
 
 
-def site_mcp_servers() -> list[mcp.McpServer]:
+def site_mcp_servers() -> list[McpServer]:
     """The operator's MCP servers (POWERON_MCP_SERVERS); configuration problems are logged
     and left out."""
-    servers, problems = mcp.load_servers(settings.POWERON_MCP_SERVERS)
+    servers, problems = load_servers(settings.POWERON_MCP_SERVERS)
     for problem in problems:
         logger.warning("%s", problem)
     return servers
 
 
-def mcp_servers(connections: list[Any]) -> list[mcp.McpServer]:
+def mcp_servers(connections: list[Any]) -> list[McpServer]:
     """The MCP servers one user's rounds may use: the site's and their own."""
     own = {}
     for connection in connections:
         if connection.kind == MCP_KIND and connection.url:
-            server = mcp.user_server(
+            server = user_server(
                 label=connection.label,
                 url=connection.url,
                 secret=connection.secret,
@@ -391,4 +394,4 @@ def mcp_servers(connections: list[Any]) -> list[mcp.McpServer]:
             )
             if server is not None:
                 own[server.name] = server
-    return mcp.servers_for(site_mcp_servers(), own)
+    return servers_for(site_mcp_servers(), own)
