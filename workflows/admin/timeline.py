@@ -1,0 +1,147 @@
+"""What the admin shows of a run: read-only inlines of its messages, documents and event
+timeline, with each event's tokens, cost and duration, and a filter for quiet runs."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib import admin
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from workflows import pricing
+from workflows.engine.demo import DEMO_LABEL
+from workflows.models import ChatDocument, ChatMessage, ChatWorkflow, WorkflowEvent
+
+
+def document_link(document: ChatDocument) -> str:
+    url = reverse("admin:workflows_chatdocument_download", args=[document.pk])
+    return format_html('<a href="{}">{}</a>', url, document.name)
+
+
+class ReadOnlyInline(admin.TabularInline):
+    """Inlines that show the record of a run; nobody edits history."""
+
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class ChatMessageInline(ReadOnlyInline):
+    model = ChatMessage
+    fields = ("round", "task", "action", "role", "action_full_name", "status", "summary", "brief")
+    readonly_fields = fields
+
+    @admin.display(description="Content")
+    def brief(self, message: ChatMessage) -> str:
+        return message.content[:200] + ("…" if len(message.content) > 200 else "")
+
+
+class ChatDocumentInline(ReadOnlyInline):
+    model = ChatDocument
+    fields = ("label", "download", "mime_type", "size", "source", "source_url")
+    readonly_fields = fields
+
+    @admin.display(description="Document")
+    def download(self, document: ChatDocument) -> str:
+        return document_link(document)
+
+
+def event_tokens(event: WorkflowEvent) -> str:
+    """What a step, a round or a model call spent, and how much of its prompt the provider read
+    from its cache ("" for other events)."""
+    payload = event.payload or {}
+    if event.type == "usage":
+        cached = payload.get("cached_tokens", 0)
+        return (
+            f"{payload.get('prompt_tokens', 0):,} in ({cached:,} cached) / "
+            f"{payload.get('completion_tokens', 0):,} out"
+        )
+    if event.type in ("step", "round") and payload.get("tokens"):
+        return f"{payload['tokens']:,} ({payload.get('cachedTokens', 0):,} cached)"
+    return ""
+
+
+def event_cost(event: WorkflowEvent) -> str:
+    """What a model call, a step, a thought or a round cost, with the cached input apart
+    ("demo" for the demo model; "" for events that spend nothing)."""
+    payload = event.payload or {}
+    if event.type not in ("usage", "step", "thought", "round"):
+        return ""
+    if payload.get("model") == DEMO_LABEL:
+        return "demo"
+    if event.type != "usage" and not payload.get("tokens"):
+        return ""
+    return pricing.cost_parts(pricing.cost_from(payload.get("cost")))
+
+
+def event_duration(event: WorkflowEvent) -> str:
+    """How long a step, a thought or a round took, or a model call waited ("" for others)."""
+    payload = event.payload or {}
+    ms = payload.get("latency_ms" if event.type == "usage" else "durationMs")
+    return f"{ms:,} ms" if ms else ""
+
+
+class WorkflowEventInline(ReadOnlyInline):
+    model = WorkflowEvent
+    fields = (
+        "seq",
+        "type",
+        "round",
+        "task",
+        "action",
+        "tokens",
+        "cost",
+        "duration",
+        "payload_brief",
+        "created",
+    )
+    readonly_fields = fields
+    ordering = ("seq",)
+    show_change_link = False
+    verbose_name_plural = "Event timeline"
+
+    @admin.display(description="Tokens")
+    def tokens(self, event: WorkflowEvent) -> str:
+        return event_tokens(event)
+
+    @admin.display(description="Cost")
+    def cost(self, event: WorkflowEvent) -> str:
+        return event_cost(event)
+
+    @admin.display(description="Duration")
+    def duration(self, event: WorkflowEvent) -> str:
+        return event_duration(event)
+
+    @admin.display(description="Payload")
+    def payload_brief(self, event: WorkflowEvent) -> str:
+        text = json.dumps(event.payload, ensure_ascii=False)
+        return text[:300] + ("…" if len(text) > 300 else "")
+
+
+class QuietRunFilter(admin.SimpleListFilter):
+    """Runs said to be going whose heartbeat went quiet: stuck, or waiting for failover."""
+
+    title = "run heartbeat"
+    parameter_name = "heartbeat"
+
+    def lookups(self, request, model_admin):
+        return [("quiet", "Going, but quiet past the failover delay"), ("live", "Going, alive")]
+
+    def queryset(self, request, queryset):
+        if self.value() not in ("quiet", "live"):
+            return queryset
+        cutoff = timezone.now() - timedelta(seconds=settings.POWERON_FAILOVER_SECONDS)
+        going = queryset.filter(status__in=ChatWorkflow.ACTIVE_STATUSES)
+        quiet = Q(heartbeat__lt=cutoff) | Q(heartbeat__isnull=True)
+        return going.filter(quiet) if self.value() == "quiet" else going.exclude(quiet)
