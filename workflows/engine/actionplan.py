@@ -14,9 +14,10 @@ from .actions import (
     record_step,
     task_text,
 )
+from .calls import ask, rejected_proposal
 from .catalog import planned_search, task_catalog
 from .contracts import describe_error
-from .core import Out, Rejected, RoundContext, TaskState, ask, rejected_proposal
+from .core import Out, Rejected, RoundContext, TaskState
 from .defaults import DefaultsContext
 from .events import ActEvent, ActionPlanEvent, Event, PlanEvent, PlannedStep
 from .narrowed import actionplan_output

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 
 from . import ranking
+from .calls import ask
 from .contracts import Message
-from .core import Out, Rejected, RoundContext, Step, TaskState, ask
+from .core import Out, Rejected, RoundContext, Step, TaskState
 from .events import Event
 from .ranking import SEARCH_ACTION, CatalogView, search, search_answer, task_view
 from .schemas import ActionSelection

@@ -1,30 +1,22 @@
-"""What every mode shares: the round's context, task records, and the model call with retry."""
+"""What every mode shares: the round's context and its task and step records (the model call
+with its retry is in `calls`)."""
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from .contracts import (
     LLM,
-    Completion,
     DocumentStore,
-    InvalidModelOutput,
-    Message,
-    T,
     ToolExecutor,
     Usage,
-    describe_error,
     untrusted,
 )
 from .controls import Controls
 from .events import (
-    DeltaEvent,
-    ErrorEvent,
-    Event,
     Position,
     StatusEvent,
     StepEvent,
@@ -32,27 +24,13 @@ from .events import (
     TaskStatus,
     UsageEvent,
 )
-from .formats import holds_json, valid_values
 from .guards import Budget
 from .money import Cost
-from .narrowed import plain
-from .prompts import cache_first, correction, unfinished_correction
 from .schemas import ActionPlan, ActionSelection, Observation, TaskItem
 from .state import HistoryEntry, RoundState
 
 V = TypeVar("V")
 R = TypeVar("R")
-
-CALL_NAMES = {
-    "taskplan": "task plan",
-    "select": "action selection",
-    "parameters": "action parameters",
-    "refine": "refinement decision",
-    "review": "task review",
-    "actionplan": "action plan",
-    "thought": "thought",
-}
-"""What each kind of model call is called when people read about it."""
 
 STEPS_SHOWN = 8
 """How many of a task's steps its prompts list line by line (the newest)."""
@@ -311,135 +289,3 @@ class RoundContext:
             model=self.llm.label,
             cost=cost,
         )
-
-
-def rejected_proposal(
-    ctx: RoundContext, task: int, error: Rejected, what: str, then: str, *, action: int = 0
-) -> ErrorEvent:
-    """The error event for work a call proposed ahead (a first action, a next action, a
-    plan) that broke a rule: `what` was rejected because of `error`, and `then` happens."""
-    return ErrorEvent(
-        round=ctx.round,
-        task=task,
-        action=action,
-        kind=error.kind,  # type: ignore[arg-type]
-        message=f"{what} was rejected: {str(error)[:1_500]}. {then}",
-        retrying=True,
-    )
-
-
-async def complete_streaming(
-    ctx: RoundContext,
-    prompt: Sequence[Message],
-    *,
-    output: type[T],
-    kind: str,
-    key: str,
-    attempt: int,
-    out: Out[Any],
-) -> AsyncIterator[DeltaEvent]:
-    """One structured call; with `key`, the pieces of its `answer` field are yielded as
-    deltas of that message while the call runs (an attempt of their own), and the completion
-    is left in `out`. Errors propagate; a cancelled round cancels the call."""
-    if not key:
-        out.value = await ctx.llm.complete(prompt, output=output, kind=kind)
-        return
-    pieces: asyncio.Queue[str] = asyncio.Queue()
-    call = asyncio.ensure_future(
-        ctx.llm.complete(prompt, output=output, kind=kind, key=key, on_answer=pieces.put)
-    )
-    tag, text = f"{kind}-{attempt}", ""
-    try:
-        while not (call.done() and pieces.empty()):
-            if pieces.empty():
-                getter = asyncio.ensure_future(pieces.get())
-                await asyncio.wait({call, getter}, return_when=asyncio.FIRST_COMPLETED)
-                if not getter.done():
-                    getter.cancel()
-                    continue
-                piece = getter.result()
-            else:
-                piece = pieces.get_nowait()
-            yield DeltaEvent(round=ctx.round, key=key, text=piece, offset=len(text), attempt=tag)
-            text += piece
-            ctx.streamed[key] = (tag, text)
-        out.value = call.result()
-    finally:
-        if not call.done():
-            call.cancel()
-            call.add_done_callback(lambda task: task.cancelled() or task.exception())
-
-
-async def ask(
-    ctx: RoundContext,
-    messages: Sequence[Message],
-    *,
-    output: type[T],
-    kind: str,
-    out: Out[Any],
-    check: Callable[[T], Any] | None = None,
-    task: int = 0,
-    action: int = 0,
-    key: str = "",
-) -> AsyncIterator[Event]:
-    """One structured model call with exactly one corrective retry (`key`: the message the
-    output's `answer` field is, streamed live by hosts that can).
-
-    `output` may be a model built for this call (narrowed.selection_output …); the value handed
-    to `check` and left in `out` is the plain model it narrows. `check` may transform the value
-    or raise Rejected/ValueError; the error is fed back to the model once, with the valid
-    values. An answer that held no JSON (cut off at its token limit, looping, timed out, prose)
-    is not shown to the model again: the retry asks for a shorter answer instead. After a
-    second failure `out.value` stays None and the caller fails the step visibly.
-    ModelUnavailable propagates.
-    """
-    if ctx.state.prompt_cache:  # a hosted provider: laid out for its prompt cache
-        messages = cache_first(messages)
-    prompt = list(messages)
-    for attempt in (1, 2):
-        raw, kind_of_error, unfinished = "", "validation", False
-        try:
-            done: Out[Completion[T]] = Out()
-            async for event in complete_streaming(
-                ctx, prompt, output=output, kind=kind, key=key, attempt=attempt, out=done
-            ):
-                yield event
-            assert done.value is not None
-            completion = done.value
-        except InvalidModelOutput as error:
-            if error.usage is not None:
-                yield ctx.usage(error.usage, task=task, action=action)
-            message, raw = describe_error(error), error.raw
-            unfinished = error.cause != "invalid" or not holds_json(raw)
-        else:
-            yield ctx.usage(completion.usage, task=task, action=action)
-            raw = completion.value.model_dump_json(by_alias=True)
-            try:
-                value = plain(completion.value)
-                out.value = check(value) if check else value
-                return
-            except Rejected as error:
-                message, kind_of_error = str(error), error.kind
-            except ValueError as error:
-                message = describe_error(error)
-        verdict = "was not valid" if kind_of_error == "validation" else "was rejected"
-        what = f"The model's answer for the {CALL_NAMES.get(kind, kind)} {verdict}"
-        if unfinished:
-            what = f"The model produced no valid answer for the {CALL_NAMES.get(kind, kind)}"
-        yield ErrorEvent(
-            round=ctx.round,
-            task=task,
-            action=action,
-            kind=kind_of_error,  # type: ignore[arg-type]
-            message=f"{what}: {message[:1_500]}",
-            retrying=attempt == 1,
-        )
-        valid = valid_values(output)  # only a corrective message needs them
-        if unfinished:
-            prompt = [*messages, unfinished_correction(message, valid)]
-        else:
-            prompt = [
-                *messages,
-                {"role": "assistant", "content": raw[:4_000]},
-                correction(message, valid),
-            ]

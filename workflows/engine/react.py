@@ -15,9 +15,10 @@ from .actions import (
     task_text,
 )
 from .answer import answer_key
+from .calls import ask, rejected_proposal
 from .catalog import catalog_check, select, task_catalog
 from .contracts import describe_error
-from .core import Out, Rejected, RoundContext, Step, TaskState, ask, rejected_proposal
+from .core import Out, Rejected, RoundContext, Step, TaskState
 from .defaults import DefaultsContext
 from .events import ActEvent, AskEvent, ErrorEvent, Event, PlanEvent, RefineEvent
 from .narrowed import parameters_output

@@ -8,11 +8,12 @@ from typing import Literal
 
 from . import actionplan, react, thinking
 from .answer import answer_key, final_answer, unavailable_answer
+from .calls import ask, rejected_proposal
 from .catalog import catalog_check, task_catalog
 from .closing import OpenWork
 from .contracts import LLM, DocumentStore, ModelUnavailable, ToolExecutor
 from .controls import Controls
-from .core import Out, Rejected, RoundContext, TaskState, ask, rejected_proposal
+from .core import Out, Rejected, RoundContext, TaskState
 from .events import (
     ErrorEvent,
     Event,

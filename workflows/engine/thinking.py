@@ -10,8 +10,9 @@ from collections.abc import AsyncIterator
 
 from .actions import ActionCall, execute_action, find_tool, prepare_parameters, record_step
 from .actions import failed_observation as not_run
+from .calls import ask
 from .contracts import untrusted
-from .core import Out, RoundContext, TaskState, ask
+from .core import Out, RoundContext, TaskState
 from .defaults import DefaultsContext
 from .events import ActEvent, DeltaEvent, ErrorEvent, Event, MessageEvent, PlanEvent, ThoughtEvent
 from .history import render_history
