@@ -26,12 +26,11 @@ from .safety import SecretSafeAdmin
 from .timeline import (
     ChatDocumentInline,
     ChatMessageInline,
+    EventColumns,
     QuietRunFilter,
     WorkflowEventInline,
     document_link,
-    event_cost,
     event_duration,
-    event_tokens,
 )
 
 
@@ -186,7 +185,7 @@ class ChatDocumentAdmin(SecretSafeAdmin):
 
 
 @admin.register(WorkflowEvent)
-class WorkflowEventAdmin(SecretSafeAdmin):
+class WorkflowEventAdmin(EventColumns, SecretSafeAdmin):
     list_display = (
         "workflow",
         "seq",
@@ -204,18 +203,6 @@ class WorkflowEventAdmin(SecretSafeAdmin):
     list_select_related = ("workflow",)
     raw_id_fields = ("workflow",)
     ordering = ("workflow", "seq")
-
-    @admin.display(description="Tokens")
-    def tokens(self, event: WorkflowEvent) -> str:
-        return event_tokens(event)
-
-    @admin.display(description="Cost")
-    def cost(self, event: WorkflowEvent) -> str:
-        return event_cost(event)
-
-    @admin.display(description="Duration")
-    def duration(self, event: WorkflowEvent) -> str:
-        return event_duration(event)
 
 
 @admin.register(StepRecord)

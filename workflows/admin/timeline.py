@@ -92,7 +92,23 @@ def event_duration(event: WorkflowEvent) -> str:
     return f"{ms:,} ms" if ms else ""
 
 
-class WorkflowEventInline(ReadOnlyInline):
+class EventColumns:
+    """An event's tokens, cost and duration as admin columns."""
+
+    @admin.display(description="Tokens")
+    def tokens(self, event: WorkflowEvent) -> str:
+        return event_tokens(event)
+
+    @admin.display(description="Cost")
+    def cost(self, event: WorkflowEvent) -> str:
+        return event_cost(event)
+
+    @admin.display(description="Duration")
+    def duration(self, event: WorkflowEvent) -> str:
+        return event_duration(event)
+
+
+class WorkflowEventInline(EventColumns, ReadOnlyInline):
     model = WorkflowEvent
     fields = (
         "seq",
@@ -110,18 +126,6 @@ class WorkflowEventInline(ReadOnlyInline):
     ordering = ("seq",)
     show_change_link = False
     verbose_name_plural = "Event timeline"
-
-    @admin.display(description="Tokens")
-    def tokens(self, event: WorkflowEvent) -> str:
-        return event_tokens(event)
-
-    @admin.display(description="Cost")
-    def cost(self, event: WorkflowEvent) -> str:
-        return event_cost(event)
-
-    @admin.display(description="Duration")
-    def duration(self, event: WorkflowEvent) -> str:
-        return event_duration(event)
 
     @admin.display(description="Payload")
     def payload_brief(self, event: WorkflowEvent) -> str:
