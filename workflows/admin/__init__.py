@@ -24,6 +24,7 @@ from workflows.models import (
 
 from .safety import SecretSafeAdmin
 from .timeline import (
+    EVENT_COLUMNS,
     ChatDocumentInline,
     ChatMessageInline,
     EventColumns,
@@ -186,18 +187,7 @@ class ChatDocumentAdmin(SecretSafeAdmin):
 
 @admin.register(WorkflowEvent)
 class WorkflowEventAdmin(EventColumns, SecretSafeAdmin):
-    list_display = (
-        "workflow",
-        "seq",
-        "type",
-        "round",
-        "task",
-        "action",
-        "tokens",
-        "cost",
-        "duration",
-        "created",
-    )
+    list_display = ("workflow", *EVENT_COLUMNS, "created")
     list_filter = ("type",)
     search_fields = ("workflow__title",)
     list_select_related = ("workflow",)

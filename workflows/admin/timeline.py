@@ -108,20 +108,13 @@ class EventColumns:
         return event_duration(event)
 
 
+EVENT_COLUMNS = ("seq", "type", "round", "task", "action", "tokens", "cost", "duration")
+"""What a list of events shows of each (with EventColumns)."""
+
+
 class WorkflowEventInline(EventColumns, ReadOnlyInline):
     model = WorkflowEvent
-    fields = (
-        "seq",
-        "type",
-        "round",
-        "task",
-        "action",
-        "tokens",
-        "cost",
-        "duration",
-        "payload_brief",
-        "created",
-    )
+    fields = (*EVENT_COLUMNS, "payload_brief", "created")
     readonly_fields = fields
     ordering = ("seq",)
     show_change_link = False
