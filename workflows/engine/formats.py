@@ -134,14 +134,11 @@ class SchemaTemplate:
             return [self.fill(item) for item in node]
         if not isinstance(node, dict):
             return node
-        if node.get("const") == self.placeholder:
-            key, value = (
-                ("const", self.values[0]) if len(self.values) == 1 else ("enum", [*self.values])
-            )
-            return {
-                (key if k == "const" else k): (value if k == "const" else v)
-                for k, v in node.items()
-            }
+        if node.get("const") == self.placeholder:  # one value is a const, several an enum
+            rest = {key: value for key, value in node.items() if key != "const"}
+            if len(self.values) == 1:
+                return {"const": self.values[0], **rest}
+            return {"enum": [*self.values], **rest}
         filled = {key: self.fill(value) for key, value in node.items()}
         items = node.get("items")
         if (

@@ -41,6 +41,8 @@ PLACEHOLDER = "\x00reference"
 REFERENCES_SHOWN = 40
 """At most this many references in an enum (the newest); older ones still resolve when named
 in a server that does not enforce the schema."""
+REFERENCES_PER_ACTION = 10
+"""At most this many references one action reads (fewer when fewer exist)."""
 
 
 def _choice(values: Sequence[str]) -> Any:
@@ -78,7 +80,7 @@ def _selection_fields(
         shown = references[-REFERENCES_SHOWN:]
         fields["requiredInputDocuments"] = (
             list[_choice(shown)],  # type: ignore[misc]
-            Field(default_factory=list, max_length=min(len(shown), 10)),
+            Field(default_factory=list, max_length=min(len(shown), REFERENCES_PER_ACTION)),
         )
     else:
         fields["requiredInputDocuments"] = (list[Line], Field(default_factory=list, max_length=0))
@@ -166,7 +168,7 @@ def _by_template(
         },
     )
     formats.SCHEMA_TEMPLATES[stand_in] = formats.SchemaTemplate(
-        template, PLACEHOLDER, shown, min(len(shown), 10)
+        template, PLACEHOLDER, shown, min(len(shown), REFERENCES_PER_ACTION)
     )
     _PLAIN[stand_in] = _PLAIN.get(validating, validating)
     return stand_in
