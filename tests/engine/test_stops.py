@@ -119,6 +119,14 @@ async def test_an_unreachable_model_fails_the_round_visibly() -> None:
     assert events[-1].reason == "The model is unavailable."
 
 
+def assert_partial_answer_failed(events: list, partial: str) -> None:
+    """The answer streamed before the model was lost is the round's one answer, failed, and
+    the round failed."""
+    answers = [m for m in of(events, "message") if m.role == "assistant"]
+    assert [(a.content, a.status) for a in answers] == [(partial, "failed")]
+    assert events[-1].status == "failed"
+
+
 async def test_a_model_lost_mid_answer_keeps_the_partial_answer() -> None:
     """The answer streamed so far becomes the failed answer; no second answer follows."""
 
@@ -130,9 +138,7 @@ async def test_a_model_lost_mid_answer_keeps_the_partial_answer() -> None:
     llm = BreaksOff([taskplan("t"), select(), params(query="q"), stop()])
     events = await collect(make_state(), llm)
     llm.assert_complete()
-    answers = [m for m in of(events, "message") if m.role == "assistant"]
-    assert [(a.content, a.status) for a in answers] == [("The first half", "failed")]
-    assert events[-1].status == "failed"
+    assert_partial_answer_failed(events, "The first half")
 
 
 async def test_review_retry_runs_the_task_again_with_the_improvements() -> None:
@@ -315,9 +321,7 @@ async def test_a_model_lost_while_refine_streams_its_answer_keeps_the_partial_an
     llm = AnswersInRefine([taskplan("t"), select(), params(query="q")], break_off)
     events = await collect(make_state(), llm)
     llm.assert_complete()
-    answers = [m for m in of(events, "message") if m.role == "assistant"]
-    assert [(a.content, a.status) for a in answers] == [("The first half", "failed")]
-    assert events[-1].status == "failed"
+    assert_partial_answer_failed(events, "The first half")
 
 
 async def test_stopping_a_round_while_refine_streams_its_answer_cancels_the_call() -> None:
