@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.pgtemp import create_database, drop_database, url_of  # noqa: E402
+from bench.stats import quantile  # noqa: E402
 
 NOTES = b"""# Quarterly notes
 
@@ -332,12 +333,6 @@ async def concurrent_runs(ports: list[int], cookie: str, owner: Any, count: int)
         "unplanned": sum(v.reconnects for v in viewers),
         "live": live_chars / answer_chars if answer_chars else 0.0,
     }  # fmt: skip
-
-
-def quantile(values: list[float], q: float) -> float:
-    """The q-quantile by the nearest-rank method."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))] if ordered else 0.0
 
 
 async def measure(ports_by_setup: dict[int, list[int]], sizes: list[int], owner_name: str) -> list:

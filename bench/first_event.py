@@ -34,15 +34,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.stats import quantile  # noqa: E402
+
 NOTES = b"# Quarterly notes\n\nRevenue grew 12 percent in the third quarter.\n"
 CHAT = "Hello, what can you do?"
 SUMMARISE = "Summarise my notes"
-
-
-def quantile(values: list[float], q: float) -> float:
-    """The q-quantile by the nearest-rank method (p99: q=0.99)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
 # --- the model server (a child process) ---------------------------------------------------------
