@@ -127,14 +127,17 @@ def test_a_replayed_batch_stores_only_what_is_new(alice):
 
 
 async def test_the_model_client_is_created_at_start_up_not_by_the_first_run(model, monkeypatch):
-    """A process that runs rounds creates its client when it starts; runs only reuse it."""
+    """A process that runs rounds creates its client when it starts; runs only reuse it.
+    (Counted: clients with connections of their own; a copy made for other options, as the
+    start-up rehearsal and each structured call make, has its original's or a stand-in's.)"""
     from workflows.engine import llm
 
     created = []
 
     class Counted(llm.AsyncOpenAI):
         def __init__(self, **options):
-            created.append(options["base_url"])
+            if options.get("http_client") is None:
+                created.append(options["base_url"])
             super().__init__(**options)
 
     monkeypatch.setattr(llm, "AsyncOpenAI", Counted)

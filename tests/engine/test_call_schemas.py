@@ -109,7 +109,7 @@ async def test_for_a_cache_the_instruction_of_each_call_kind_ends_the_system_mes
             assert "Answer with one JSON object" in user.split("## Now")[1]
 
 
-@pytest.mark.parametrize("kind", ["selection", "refinement", "answering refinement"])
+@pytest.mark.parametrize("kind", ["selection", "refinement", "answering refinement", "taskplan"])
 def test_a_schema_that_names_the_documents_is_the_full_models_filled_in(kind: str) -> None:
     """A call whose schema enumerates the documents gets a stand-in model (the documents
     change at every step; building a model per step cost a few ms): its schema and its valid
@@ -124,6 +124,9 @@ def test_a_schema_that_names_the_documents_is_the_full_models_filled_in(kind: st
         selection = narrowed._narrowed_selection(actions, references, connections)
         if kind == "selection":
             fast, full = narrowed.selection_output(actions, references, connections), selection
+        elif kind == "taskplan":
+            shape = (5, True, actions, references, connections, False, 0)
+            fast, full = narrowed.taskplan_output(*shape), narrowed._taskplan.__wrapped__(*shape)
         else:
             answering = kind == "answering refinement"
             fast = narrowed.refinement_output(actions, references, connections, answering=answering)
@@ -141,9 +144,14 @@ def test_a_schema_that_names_the_documents_is_the_full_models_filled_in(kind: st
             "actionObjective": "Look",
             "requiredInputDocuments": ["docList:elsewhere"],
         }
-        if kind != "selection":
+        if kind == "taskplan":
+            task = {"objective": "Look", "successCriteria": ["Found."], "taskType": "research"}
+            answer = {"overview": "Look.", "tasks": [task], "firstAction": answer}
+        elif kind != "selection":
             answer = {"decision": "continue", "reason": "More.", "next": answer}
         value = narrowed.plain(fast.model_validate_json(json.dumps(answer)))
         assert type(value) is narrowed._PLAIN[full]  # the plain model
-        chosen = value.next if kind != "selection" else value
+        chosen = {"selection": value, "taskplan": getattr(value, "firstAction", None)}.get(
+            kind, getattr(value, "next", None)
+        )
         assert chosen.requiredInputDocuments == ["docList:elsewhere"]  # checked by the host

@@ -240,11 +240,15 @@ async def test_remote_servers_are_refused_in_tests() -> None:
         await client("https://api.openai.com/v1").complete_text(MESSAGES, kind="final")
 
 
-async def test_warming_the_client_sends_nothing_and_loads_the_chat_resources(fake_openai):
-    """warm() does at start-up what the SDK would do on the first call, without a request."""
+async def test_warming_the_client_sends_nothing_and_leaves_the_client_as_it_was(fake_openai):
+    """warm() rehearses a structured call, plain and streamed, through the SDK without a
+    request; the client then calls the real server as before."""
     import sys
 
+    fake_openai.add(FakeReply({"decision": "stop", "reason": "real"}))
     llm = client(fake_openai.url)
-    llm.warm()
+    await llm.warm()
     assert "openai.resources.chat.completions" in sys.modules
     assert fake_openai.requests == []
+    answer = await llm.complete(MESSAGES, output=RefinementDecision, kind="refine")
+    assert answer.value.reason == "real" and len(fake_openai.requests) == 1

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import json
 import re
 import time
 import weakref
@@ -30,7 +32,7 @@ from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncOpenAI
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .contracts import (
     AnswerSink,
@@ -45,6 +47,11 @@ from .contracts import (
 )
 from .formats import ResponseFormat, extract_json, response_format
 from .jsonstream import FieldStream
+
+try:  # the SDK's own HTTP library, for the in-process transport of `warm`
+    import httpx2 as http  # openai 3
+except ImportError:  # pragma: no cover
+    import httpx as http  # type: ignore[no-redef]  # openai 1 and 2
 
 _FORMATS: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
 _FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|structured", re.IGNORECASE)
@@ -189,15 +196,23 @@ class OpenAICompatibleLLM:
         """The AsyncOpenAI client this model calls through."""
         return self._client
 
-    def warm(self) -> None:
-        """Do, without any request, what the SDK does lazily on its first call: import the
-        chat resources (the client's `chat` is loaded on first use) and build the response
-        types' validators, so a process's first round does not pay for them."""
-        from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
-        _ = self._client.chat.completions
-        ChatCompletion.model_validate(_SAMPLE_COMPLETION)
-        ChatCompletionChunk.model_validate(_SAMPLE_CHUNK)
+    async def warm(self) -> None:
+        """Rehearse a structured call, plain and streamed, through this client's SDK and settings
+        without a request (an in-process transport answers), so a process's first round does
+        not pay for what the SDK builds on its first call: its chat resources, the request's
+        and response's types, the transport's connection pool."""
+        twin = copy.copy(self)
+        twin._client = self._client.copy(
+            http_client=http.AsyncClient(transport=http.MockTransport(_rehearsal_reply)),
+            max_retries=0,
+        )
+        twin._owns_client = True
+        twin._guard = lambda: None  # type: ignore[method-assign]  # nothing leaves the process
+        async with twin:
+            await twin.complete(_REHEARSAL_MESSAGES, output=_Rehearsal, kind="rehearsal")
+            await twin.complete(
+                _REHEARSAL_MESSAGES, output=_Rehearsal, kind="rehearsal", on_answer=_ignore
+            )
 
     async def aclose(self) -> None:
         """Close the HTTP connections of a client of its own (a shared one stays open)."""
@@ -481,32 +496,34 @@ class OpenAICompatibleLLM:
         )
 
 
-_SAMPLE_COMPLETION: dict[str, Any] = {
-    "id": "warm",
-    "object": "chat.completion",
-    "created": 0,
-    "model": "warm",
-    "choices": [
-        {
-            "index": 0,
-            "finish_reason": "stop",
-            "message": {"role": "assistant", "content": "{}"},
-        }
-    ],
-    "usage": {
-        "prompt_tokens": 1,
-        "completion_tokens": 1,
-        "total_tokens": 2,
-        "prompt_tokens_details": {"cached_tokens": 0},
-    },
-}
-_SAMPLE_CHUNK: dict[str, Any] = {
-    "id": "warm",
-    "object": "chat.completion.chunk",
-    "created": 0,
-    "model": "warm",
-    "choices": [{"index": 0, "delta": {"content": "{"}, "finish_reason": None}],
-}
+class _Rehearsal(BaseModel):
+    answer: str
+
+
+_REHEARSAL_MESSAGES: list[Message] = [{"role": "user", "content": "Rehearsal."}]
+
+
+async def _ignore(piece: str) -> None:
+    return None
+
+
+def _rehearsal_reply(request: http.Request) -> http.Response:
+    """What the in-process transport of `warm` answers: a completion, or its chunks."""
+    content = '{"answer": "ready"}'
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    usage["prompt_tokens_details"] = {"cached_tokens": 0}  # type: ignore[assignment]
+    head = {"id": "rehearsal", "created": 0, "model": "rehearsal"}
+    if not json.loads(request.content).get("stream"):
+        message = {"role": "assistant", "content": content}
+        choice = {"index": 0, "finish_reason": "stop", "message": message}
+        body = {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
+        return http.Response(200, json=body)
+    chunk = {**head, "object": "chat.completion.chunk"}
+    delta = {"index": 0, "delta": {"content": content}, "finish_reason": "stop"}
+    events = [{**chunk, "choices": [delta]}, {**chunk, "choices": [], "usage": usage}]
+    text = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+    headers = {"content-type": "text/event-stream"}
+    return http.Response(200, headers=headers, content=text.encode())
 
 
 def _estimated_tokens(messages: Sequence[Message]) -> int:

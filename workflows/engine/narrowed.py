@@ -254,6 +254,27 @@ def taskplan_output(
     task's action list of at most `plan` actions, or null. Without `direct` (documents came
     with the request: only an action reads them) the approach is "actions" and a task is
     needed."""
+    if references is not None and (not first or plan):  # not in the answer: one model for all
+        return taskplan_output(max_tasks, first, actions, None, connections, direct, plan)
+    if _templated(references):
+        return _by_template(
+            _taskplan(max_tasks, first, actions, None, connections, direct, plan),
+            _taskplan(max_tasks, first, actions, (PLACEHOLDER,), connections, direct, plan),
+            references,
+        )
+    return _taskplan(max_tasks, first, actions, references, connections, direct, plan)
+
+
+@functools.lru_cache(maxsize=256)
+def _taskplan(
+    max_tasks: int,
+    first: bool,
+    actions: tuple[str, ...],
+    references: tuple[str, ...] | None,
+    connections: tuple[str, ...],
+    direct: bool,
+    plan: int,
+) -> type[TaskPlan]:
     item = _narrowed(
         TaskItem,
         taskType=(_choice(TASK_TYPES), "general"),

@@ -33,7 +33,7 @@ from .prompts import (
     render_documents,
     selection_format,
 )
-from .ranking import task_view
+from .ranking import CatalogView, task_view
 from .schemas import ActionPlan, TaskItem, TaskPlan, TaskReview
 from .selection import (
     answer_rule,
@@ -143,13 +143,8 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
     first task's first action (one call fewer: its Stage 1), in Actionplan mode the action
     list of a round's only task (one call fewer: its Actionplan call)."""
     react = ctx.state.mode == "react"
-    planning = ctx.state.max_steps if ctx.state.mode == "actionplan" else 0
-    attached = [r for r in ctx.store.index() if r.round == ctx.round and r.source == "uploaded"]
-    view = task_view(
-        allowed_tools(ctx.state.policy, "general", ctx.tools.tools()),
-        ctx.state.prompt,
-        cached=ctx.state.prompt_cache,
-    )
+    planning = plan_size(ctx)
+    view = taskplan_view(ctx)
     messages = build(
         "taskplan",
         tools=view.shown,  # a large catalog cut for the request, as Stage 1 cuts it for a task
@@ -169,17 +164,38 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
             else ""
         ),
     )
-    output = taskplan_output(  # a cut catalog leaves the first action's name free
+    output = taskplan_output_for(ctx, view)
+    async for event in ask(ctx, messages, output=output, kind="taskplan", out=out):
+        yield event
+
+
+def plan_size(ctx: RoundContext) -> int:
+    """Actionplan mode: the most actions the task plan's action list may hold; else 0."""
+    return ctx.state.max_steps if ctx.state.mode == "actionplan" else 0
+
+
+def taskplan_view(ctx: RoundContext) -> CatalogView:
+    """The catalog as the task plan lists it (cut for the request when it is large)."""
+    return task_view(
+        allowed_tools(ctx.state.policy, "general", ctx.tools.tools()),
+        ctx.state.prompt,
+        cached=ctx.state.prompt_cache,
+    )
+
+
+def taskplan_output_for(ctx: RoundContext, view: CatalogView) -> type[TaskPlan]:
+    """The task plan's answer for this round: its first action narrowed like Stage 1's (the
+    name free when the catalog is cut); a task is needed when the user attached documents."""
+    attached = [r for r in ctx.store.index() if r.round == ctx.round and r.source == "uploaded"]
+    return taskplan_output(
         MAX_TASKS,
-        react,
+        ctx.state.mode == "react",
         choosable(ctx, "general", view.shown) if not view.hidden else (),
         schema_references(ctx),
         tuple(c.label for c in ctx.state.connections),
         direct=not attached,
-        plan=planning,
+        plan=plan_size(ctx),
     )
-    async for event in ask(ctx, messages, output=output, kind="taskplan", out=out):
-        yield event
 
 
 def first_action_line(react: bool, planning: int) -> str:

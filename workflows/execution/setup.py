@@ -14,10 +14,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from workflows import pricing, selectors
+from workflows.engine import warming
 from workflows.engine.contracts import LLM, ToolExecutor
 from workflows.engine.money import Prices
 from workflows.engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
-from workflows.models import ChatMessage, ChatWorkflow
+from workflows.models import ChatMessage, ChatWorkflow, default_max_steps
 from workflows.tools import isolation, mcp, mcp_tools
 from workflows.tools.addresses import literal_reason
 from workflows.tools.mcp_servers import McpServer, load_servers, servers_for, user_server
@@ -91,10 +92,17 @@ async def warm_up() -> None:
     if model_configured():
         import anyio
 
+        await anyio.sleep(0)  # loads the async backend the client's first request would load
         llm = build_llm()
         if warm := getattr(llm, "warm", None):
-            warm()  # the SDK's chat resources and response types, without a request
-        await anyio.sleep(0)  # loads the async backend the client's first request would load
+            await warm()  # a call rehearsed through the SDK, without a request
+        warming.prepare_answers(
+            build_tools(connection_kinds=set()),
+            schemas=call_schemas(),  # type: ignore[arg-type]
+            max_steps=default_max_steps(),
+            policy=policy([]),
+            fmt=getattr(llm, "response_format", "json_schema"),
+        )
 
 
 def model_advice() -> dict[str, str]:
@@ -271,14 +279,20 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
         ),
         prices=prices,
         schemas=call_schemas(),
-        policy=Policy(
-            approval=[
-                *settings.POWERON_APPROVAL_METHODS,
-                *mcp_tools.approval_patterns(mcp_servers(connections)),
-            ]
-        ),
+        policy=policy(connections),
     )
     return state.model_dump(mode="json")
+
+
+def policy(connections: list[Any]) -> Policy:
+    """The actions that wait for the user's approval: the site's, and the MCP tools that ask
+    for it of the servers this owner may use."""
+    return Policy(
+        approval=[
+            *settings.POWERON_APPROVAL_METHODS,
+            *mcp_tools.approval_patterns(mcp_servers(connections)),
+        ]
+    )
 
 
 def call_schemas() -> str:
