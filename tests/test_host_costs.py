@@ -130,17 +130,17 @@ async def test_the_model_client_is_created_at_start_up_not_by_the_first_run(mode
     """A process that runs rounds creates its client when it starts; runs only reuse it.
     (Counted: clients with connections of their own; a copy made for other options, as the
     start-up rehearsal and each structured call make, has its original's or a stand-in's.)"""
-    from workflows.engine import llm
+    from workflows.engine import clients
 
     created = []
 
-    class Counted(llm.AsyncOpenAI):
+    class Counted(clients.AsyncOpenAI):
         def __init__(self, **options):
             if options.get("http_client") is None:
                 created.append(options["base_url"])
             super().__init__(**options)
 
-    monkeypatch.setattr(llm, "AsyncOpenAI", Counted)
+    monkeypatch.setattr(clients, "AsyncOpenAI", Counted)
     await setup.warm_up()
     assert created == [model.url]
     setup.build_llm()

@@ -6,8 +6,9 @@ import asyncio
 import json
 from typing import Any
 
+from workflows.engine.clients import shared_client
 from workflows.engine.formats import response_format
-from workflows.engine.llm import OpenAICompatibleLLM, shared_client
+from workflows.engine.llm import OpenAICompatibleLLM
 from workflows.engine.schemas import ActionSelection, RefinementDecision, TaskPlan, TaskReview
 
 SETTINGS = {"api_key": "sk-test", "timeout": 5.0, "max_retries": 0}

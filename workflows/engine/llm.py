@@ -6,8 +6,8 @@ accepts; the JSON is then extracted robustly and validated into the requested mo
 output model's schema is computed once per process, compact (the prompt explains the fields;
 the schema only fixes their shape; see formats.py).
 
-One AsyncOpenAI client per settings and event loop serves every run (`shared_client`):
-creating one costs tens of milliseconds, and its connections stay open between runs.
+One AsyncOpenAI client per settings and event loop serves every run (`clients.py`), and
+`warm` rehearses a call at start through an in-process transport.
 Transient failures are retried by the SDK itself (it honours Retry-After); what still fails
 becomes one ModelUnavailable that says what failed and, with the host's advice, what to fix.
 
@@ -19,21 +19,18 @@ with its tokens counted, and the loop's corrective retry is a shorter, different
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
-import json
 import re
 import time
-import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncOpenAI
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from .clients import REHEARSAL, Rehearsal, ignore, rehearsal_client, shared_client
 from .contracts import (
     AnswerSink,
     Completion,
@@ -47,11 +44,6 @@ from .contracts import (
 )
 from .formats import ResponseFormat, extract_json, response_format
 from .jsonstream import FieldStream
-
-try:  # the SDK's own HTTP library, for the in-process transport of `warm`
-    import httpx2 as http  # openai 3
-except ImportError:  # pragma: no cover
-    import httpx as http  # type: ignore[no-redef]  # openai 1 and 2
 
 _FORMATS: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
 _FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|structured", re.IGNORECASE)
@@ -79,56 +71,6 @@ that loops is cut off instead of running until the timeout."""
 DEFAULT_MAX_TOKENS = 2_000
 """Calls of other kinds (the actions' own, such as ai.process)."""
 _MAX_TOKENS_ERROR = re.compile(r"max_tokens", re.IGNORECASE)
-
-
-# --- One client per process -------------------------------------------------------------------
-
-
-class _LoopClients:
-    """The shared clients of one event loop, closed when the loop shuts down.
-
-    An httpx client's connections belong to the loop that opened them, so every loop has its
-    own clients. The closer is an async generator of the loop: asyncio.run (and every runner
-    built on it) closes those at shutdown, which closes the clients with their connections.
-    """
-
-    def __init__(self) -> None:
-        self.clients: dict[tuple[Any, ...], AsyncOpenAI] = {}
-        self._closer = self._close_at_shutdown()
-        with contextlib.suppress(StopIteration):  # runs it to its yield: the loop now knows it
-            self._closer.asend(None).send(None)
-
-    async def _close_at_shutdown(self) -> AsyncGenerator[None, None]:
-        try:
-            yield
-        finally:
-            clients, self.clients = list(self.clients.values()), {}
-            for client in clients:
-                await client.close()
-
-
-_SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def shared_client(
-    *, base_url: str | None, api_key: str, timeout: float, max_retries: int
-) -> AsyncOpenAI:
-    """The AsyncOpenAI client for these settings in the running event loop: created on first
-    use, then reused by every caller in the loop. Callers never close it."""
-    loop = asyncio.get_running_loop()
-    shared = _SHARED.get(loop)
-    if shared is None:
-        shared = _SHARED[loop] = _LoopClients()
-    key = (base_url, api_key, timeout, max_retries)
-    client = shared.clients.get(key)
-    if client is None:
-        client = shared.clients[key] = AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=max_retries
-        )
-        client.chat.completions  # noqa: B018  (imports its resources now, not on the first call)
-    return client
 
 
 # --- The client -------------------------------------------------------------------------------
@@ -202,17 +144,11 @@ class OpenAICompatibleLLM:
         not pay for what the SDK builds on its first call: its chat resources, the request's
         and response's types, the transport's connection pool."""
         twin = copy.copy(self)
-        twin._client = self._client.copy(
-            http_client=http.AsyncClient(transport=http.MockTransport(_rehearsal_reply)),
-            max_retries=0,
-        )
-        twin._owns_client = True
+        twin._client, twin._owns_client = rehearsal_client(self._client), True
         twin._guard = lambda: None  # type: ignore[method-assign]  # nothing leaves the process
         async with twin:
-            await twin.complete(_REHEARSAL_MESSAGES, output=_Rehearsal, kind="rehearsal")
-            await twin.complete(
-                _REHEARSAL_MESSAGES, output=_Rehearsal, kind="rehearsal", on_answer=_ignore
-            )
+            await twin.complete(REHEARSAL, output=Rehearsal, kind="rehearsal")
+            await twin.complete(REHEARSAL, output=Rehearsal, kind="rehearsal", on_answer=ignore)
 
     async def aclose(self) -> None:
         """Close the HTTP connections of a client of its own (a shared one stays open)."""
@@ -494,36 +430,6 @@ class OpenAICompatibleLLM:
             cached_tokens=getattr(details, "cached_tokens", 0) or 0,
             latency_ms=latency,
         )
-
-
-class _Rehearsal(BaseModel):
-    answer: str
-
-
-_REHEARSAL_MESSAGES: list[Message] = [{"role": "user", "content": "Rehearsal."}]
-
-
-async def _ignore(piece: str) -> None:
-    return None
-
-
-def _rehearsal_reply(request: http.Request) -> http.Response:
-    """What the in-process transport of `warm` answers: a completion, or its chunks."""
-    content = '{"answer": "ready"}'
-    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-    usage["prompt_tokens_details"] = {"cached_tokens": 0}  # type: ignore[assignment]
-    head = {"id": "rehearsal", "created": 0, "model": "rehearsal"}
-    if not json.loads(request.content).get("stream"):
-        message = {"role": "assistant", "content": content}
-        choice = {"index": 0, "finish_reason": "stop", "message": message}
-        body = {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
-        return http.Response(200, json=body)
-    chunk = {**head, "object": "chat.completion.chunk"}
-    delta = {"index": 0, "delta": {"content": content}, "finish_reason": "stop"}
-    events = [{**chunk, "choices": [delta]}, {**chunk, "choices": [], "usage": usage}]
-    text = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
-    headers = {"content-type": "text/event-stream"}
-    return http.Response(200, headers=headers, content=text.encode())
 
 
 def _estimated_tokens(messages: Sequence[Message]) -> int:
