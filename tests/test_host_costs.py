@@ -148,6 +148,28 @@ async def test_the_model_client_is_created_at_start_up_not_by_the_first_run(mode
     assert created == [model.url]
 
 
+async def test_start_up_rehearses_without_a_request_and_a_failed_rehearsal_only_logs(
+    model, monkeypatch, caplog
+):
+    """warm_up rehearses a call through the client and builds the answer models a round
+    opens with (warming.py), sending nothing to the model; when the rehearsal fails, it says
+    so in the log and the start goes on."""
+    from workflows.engine import narrowed, warming
+
+    narrowed.taskplan_output.cache_clear()
+    narrowed._taskplan.cache_clear()
+    await setup.warm_up()
+    assert model.requests == []
+    assert narrowed._taskplan.cache_info().currsize >= 2  # React's and Actionplan's at least
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no catalog")
+
+    monkeypatch.setattr(warming, "prepare_answers", broken)
+    await setup.warm_up()
+    assert "start-up rehearsal failed" in caplog.text
+
+
 async def test_start_up_starts_the_document_parser_and_settings_reach_its_limits(settings):
     """warm_up starts the process that parses documents (the first read does not wait for
     it), and the POWERON_DOCUMENT_* settings become the parse limits."""

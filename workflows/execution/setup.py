@@ -85,15 +85,18 @@ def preload() -> None:
 
 
 async def warm_up() -> None:
-    """At process start, in the loop that will run rounds: preload, and create the model's
-    shared client, so the first run pays for neither."""
+    """At process start, in the loop that will run rounds: preload, create the model's shared
+    client, rehearse a call through it and build the answer models a round opens with, so the
+    first run pays for none of it. A rehearsal that fails is logged; the start goes on."""
     preload()
     isolation.start_zygote()  # the process that parses documents, so the first read is quick
-    if model_configured():
-        import anyio
+    if not model_configured():
+        return
+    import anyio
 
-        await anyio.sleep(0)  # loads the async backend the client's first request would load
-        llm = build_llm()
+    await anyio.sleep(0)  # loads the async backend the client's first request would load
+    llm = build_llm()
+    try:
         if warm := getattr(llm, "warm", None):
             await warm()  # a call rehearsed through the SDK, without a request
         warming.prepare_answers(
@@ -102,6 +105,10 @@ async def warm_up() -> None:
             max_steps=default_max_steps(),
             policy=policy([]),
             fmt=getattr(llm, "response_format", "json_schema"),
+        )
+    except Exception:
+        logger.warning(
+            "the start-up rehearsal failed; the first round may be slower", exc_info=True
         )
 
 
