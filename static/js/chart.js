@@ -15,13 +15,16 @@
     ["duration", "tokens"].forEach((kind) => {
       const bars = iterations.querySelectorAll(".bar." + kind);
       const values = Array.from(bars, (bar) => parseInt(bar.dataset.value, 10) || 0);
+      const measured = Math.max(0, ...values) > 0; // the demo model counts no tokens
       const largest = Math.max(1, ...values);
       bars.forEach((bar, index) => {
         bar.style.height = Math.max(1, (100 * values[index]) / largest) + "%";
       });
       const format = kind === "duration" ? seconds : count;
       chart.querySelectorAll("[data-axis=" + kind + "]").forEach((label) => {
-        label.textContent = format(Math.round(largest * parseFloat(label.dataset.fraction)));
+        const fraction = parseFloat(label.dataset.fraction);
+        // Nothing measured yet: only the zero is labelled (not "1 tok" twice over a flat axis).
+        label.textContent = measured || !fraction ? format(Math.round(largest * fraction)) : "";
       });
     });
   }

@@ -218,3 +218,30 @@ def test_on_a_phone_the_chat_comes_first_and_the_list_opens_on_demand(page, app_
     page.wait_for_selector("#wf-title:has-text('First')")
     page.wait_for_selector("#connection[data-state=live]")
     assert not page.is_visible(".sidebar") and page.is_visible("#composer textarea")
+
+
+DEMO = {"POWERON_LLM_BASE_URL": "", "POWERON_LLM_API_KEY": ""}
+
+
+@pytest.mark.parametrize("app_url", [DEMO], indirect=True)
+def test_the_demo_model_fills_the_window_and_its_chart_claims_no_tokens(page, app_url, tmp_path):
+    """With no model configured (what `make run` starts with), the page says the demo model
+    answers and holds in the window (the notice takes its height from the timeline: the page
+    itself does not scroll); the demo counts no tokens, so the chart's token axis labels
+    only its zero, not "1 tok" twice over a flat axis."""
+    sign_in_to_new_workflow(page, app_url)
+    assert page.locator(".notice", has_text="No model configured").is_visible()
+    notes = tmp_path / "notes.md"
+    notes.write_text(NOTES)
+    page.set_input_files("#file-picker", str(notes))
+    page.wait_for_selector(".upload-chip")
+    send(page, "Summarise my notes in a report")
+    page.wait_for_selector("#wf-status[data-status=completed]")
+    assert page.locator(".model-badge.demo").inner_text() == "demo model"
+    assert page.locator("#iterations .bar.duration").count() >= 1
+    axis = page.eval_on_selector_all(".chart-axis-tokens span", "s => s.map(l => l.textContent)")
+    assert axis == ["", "", "0"], axis
+    assert page.inner_text(".chart-axis:not(.chart-axis-tokens) span:first-child").endswith("s")
+    overflow = page.evaluate("() => document.documentElement.scrollHeight - window.innerHeight")
+    assert overflow <= 0, f"the page scrolls by {overflow} px"
+    assert page.locator("#composer textarea").is_visible()

@@ -37,7 +37,8 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30) -> 
 
 
 def app_env(tmp_path: Path, model_url: str, **extra: str) -> dict[str, str]:
-    """The environment of app processes: a var dir of their own and the fake model."""
+    """The environment of app processes: a var dir of their own and the fake model (`extra`
+    may override any of it: empty model settings give the demo model)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERON_", "OPENAI_"))}
     env.update(
         DJANGO_SETTINGS_MODULE="poweron.settings",
@@ -45,8 +46,8 @@ def app_env(tmp_path: Path, model_url: str, **extra: str) -> dict[str, str]:
         POWERON_LLM_BASE_URL=model_url,
         POWERON_LLM_API_KEY="sk-test-not-real",
         DJANGO_SUPERUSER_PASSWORD=PASSWORD,
-        **extra,
     )
+    env.update(extra)
     return env
 
 
