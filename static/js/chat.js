@@ -53,6 +53,7 @@
   }
 
   chat.addEventListener("htmx:wsBeforeMessage", function (evt) {
+    noteFollowing();
     const meta = metaOf(evt.detail.message);
     if (!meta) return;
     showPhase(meta);
@@ -116,15 +117,21 @@
   }
 
   // The view follows the work while the reader is at the bottom; scrolled up, they get a
-  // "jump to latest" button instead of being pulled down.
+  // "jump to latest" button instead of being pulled down. Whether they were at the bottom is
+  // noted before each message is swapped in: one message may add more than the margin.
   const jump = document.getElementById("jump-latest");
+  let following = true;
   function nearBottom(pane) {
     return pane.scrollHeight - pane.scrollTop - pane.clientHeight < 200;
+  }
+  function noteFollowing() {
+    const pane = document.getElementById("timeline");
+    following = !pane || nearBottom(pane);
   }
   function scrollDown() {
     const pane = document.getElementById("timeline");
     if (!pane) return;
-    if (nearBottom(pane)) pane.scrollTop = pane.scrollHeight;
+    if (following || nearBottom(pane)) pane.scrollTop = pane.scrollHeight;
     else if (jump) jump.hidden = false;
   }
   if (jump) {

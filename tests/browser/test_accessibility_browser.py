@@ -245,3 +245,19 @@ def test_the_demo_model_fills_the_window_and_its_chart_claims_no_tokens(page, ap
     overflow = page.evaluate("() => document.documentElement.scrollHeight - window.innerHeight")
     assert overflow <= 0, f"the page scrolls by {overflow} px"
     assert page.locator("#composer textarea").is_visible()
+
+
+def test_a_reader_at_the_bottom_stays_there_when_a_long_answer_arrives(page, app_url, model):
+    """The view follows the work while the reader is at the bottom, however much one event
+    adds at once (a long answer rendered whole is taller than the pane's follow margin)."""
+    sign_in_to_new_workflow(page, app_url)
+    answer = "\n\n".join(f"Paragraph {n}: revenue grew in week {n}." for n in range(1, 41))
+    replies = [{"overview": "chat", "tasks": []}, answer]  # no task: the model answers
+    model.add(*[FakeReply(content=r if isinstance(r, str) else json.dumps(r)) for r in replies])
+    send(page, "Tell me about the weeks")
+    page.wait_for_selector("#wf-status[data-status=completed]")
+    page.wait_for_selector("#answer-round1_answer", state="attached")
+    gap = page.eval_on_selector("#timeline", "p => p.scrollHeight - p.scrollTop - p.clientHeight")
+    assert page.eval_on_selector("#timeline", "p => p.scrollHeight > 2 * p.clientHeight")
+    assert gap < 5, f"the view was left {gap} px above the end"
+    assert page.locator("#jump-latest").is_hidden()
