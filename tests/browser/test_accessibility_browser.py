@@ -226,7 +226,8 @@ DEMO = {"POWERON_LLM_BASE_URL": "", "POWERON_LLM_API_KEY": ""}
 @pytest.mark.parametrize("app_url", [DEMO], indirect=True)
 def test_the_demo_model_fills_the_window_and_its_chart_claims_no_tokens(page, app_url, tmp_path):
     """With no model configured (what `make run` starts with), the page says the demo model
-    answers and holds in the window (the notice takes its height from the timeline: the page
+    answers, its header keeps its links on one line beside a long title, and it holds in the
+    window (the notice takes its height from the timeline: the page
     itself does not scroll); the demo counts no tokens, so the chart's token axis labels
     only its zero, not "1 tok" twice over a flat axis."""
     sign_in_to_new_workflow(page, app_url)
@@ -235,9 +236,15 @@ def test_the_demo_model_fills_the_window_and_its_chart_claims_no_tokens(page, ap
     notes.write_text(NOTES)
     page.set_input_files("#file-picker", str(notes))
     page.wait_for_selector(".upload-chip")
-    send(page, "Summarise my notes in a report")
+    send(page, "Summarise my notes in a short report for the planning meeting of the team")
     page.wait_for_selector("#wf-status[data-status=completed]")
     assert page.locator(".model-badge.demo").inner_text() == "demo model"
+    # The long title (the first message) wraps; the header's links each keep to one line.
+    line = page.locator(".exports a").first.evaluate(
+        "a => parseFloat(getComputedStyle(a).lineHeight)"
+    )
+    heights = page.eval_on_selector_all(".exports a", "links => links.map(a => a.offsetHeight)")
+    assert all(height < 1.5 * line for height in heights), (heights, line)
     assert page.locator("#iterations .bar.duration").count() >= 1
     axis = page.eval_on_selector_all(".chart-axis-tokens span", "s => s.map(l => l.textContent)")
     assert axis == ["", "", "0"], axis
