@@ -252,6 +252,8 @@ def test_the_demo_model_fills_the_window_and_its_chart_claims_no_tokens(page, ap
     overflow = page.evaluate("() => document.documentElement.scrollHeight - window.innerHeight")
     assert overflow <= 0, f"the page scrolls by {overflow} px"
     assert page.locator("#composer textarea").is_visible()
+    page.emulate_media(color_scheme="dark")  # the notice keeps its light face, readable
+    assert blocking_violations(page, "demo, dark", context=".notice") == []
 
 
 def test_a_reader_at_the_bottom_stays_there_when_a_long_answer_arrives(page, app_url, model):
