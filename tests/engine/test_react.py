@@ -16,6 +16,7 @@ from tests.engine.conftest import (
     stop,
     taskplan,
 )
+from workflows.engine.actions import summarize
 from workflows.engine.contracts import ActionResult
 from workflows.engine.controls import AutoControls
 from workflows.engine.state import ConnectionInfo, HistoryEntry, Policy
@@ -492,6 +493,31 @@ async def test_continue_without_a_next_action_asks_stage_one() -> None:
     llm.assert_complete()
     assert [p.action for p in of(events, "plan")] == [1, 2]
     assert "a1 web.search (success)" in user_text(calls_of(llm, "select")[1])
+
+
+async def test_the_newest_step_is_told_once_its_observation_in_full() -> None:
+    """Refine and the next Stage 1 show the latest observation in full; the newest step's
+    line points at it instead of repeating its summary, and older steps keep theirs."""
+    llm = ScriptedLLM(
+        [
+            taskplan("t"),
+            select(), params(query="a"), cont(),
+            select("web.scrape"), params(query="b"), stop(), "ok",
+        ]
+    )  # fmt: skip
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    first, second = [o.observation for o in of(events, "observe")]
+    summaries = [summarize("web.search", first), summarize("web.scrape", second)]
+    refine, select_again = calls_of(llm, "refine")[0], calls_of(llm, "select")[1]
+    for prompt in (user_text(refine), user_text(select_again)):
+        assert "a1 web.search (success): see the latest observation" in prompt
+        assert summaries[0] not in prompt  # told by the observation, not twice
+        assert first.previews[0].snippet[:40] in prompt
+    last_refine = user_text(calls_of(llm, "refine")[1])
+    assert f"a1 web.search (success): {summaries[0]}" in last_refine  # an older step now
+    assert "a2 web.scrape (success): see the latest observation" in last_refine
+    assert second.success
 
 
 async def test_continue_with_the_criteria_met_stops_the_task_and_the_facts_decide() -> None:

@@ -61,10 +61,12 @@ class StepRecord:
     observation: Observation
     summary: str
 
-    def line(self) -> str:
-        """`a2 web.search (success): summary`."""
+    def line(self, *, summary: bool = True) -> str:
+        """`a2 web.search (success): summary`; without `summary`, pointing at the latest
+        observation, which the prompt shows in full."""
         status = "success" if self.observation.success else "failed"
-        return f"a{self.action} {self.name} ({status}): {self.summary}"
+        told = self.summary if summary else "see the latest observation"
+        return f"a{self.action} {self.name} ({status}): {told}"
 
 
 @dataclass
@@ -116,13 +118,14 @@ class TaskState:
     def steps_text(self, *, latest_observation: bool = True) -> str:
         """One line per step, the newest STEPS_SHOWN of them (the others counted), fenced
         (summaries quote documents and the web); the latest observation in full (fenced too)
-        unless the prompt shows it elsewhere."""
+        unless the prompt shows it elsewhere. The newest step's line points at it instead of
+        repeating its summary."""
         from .prompts import render_observation
 
         if not self.steps:
             return "(none yet)"
         shown = self.steps[-STEPS_SHOWN:]
-        lines = [step.line() for step in shown]
+        lines = [step.line(summary=step is not shown[-1]) for step in shown]
         text = untrusted("earlier steps", "\n".join(lines))
         if hidden := len(self.steps) - len(shown):
             text = f"({hidden} earlier step(s) not shown)\n{text}"
