@@ -45,7 +45,8 @@ def test_an_action_waits_for_approval_and_runs_only_when_approved(
     approve, reject = page.locator(".approval button").all()
     assert approve.bounding_box()["y"] == reject.bounding_box()["y"]  # side by side
     page.click(f".approval button:has-text('{choice}')")
-    page.wait_for_selector(f".approval-{'approved' if choice == 'Approve' else 'rejected'}")
+    outcome = f".approval-{'approved' if choice == 'Approve' else 'rejected'}"
+    page.wait_for_selector(outcome, state="attached")  # a step that succeeded folds away
     page.wait_for_selector("#wf-status:not([data-status=running])")
     step = page.locator("details.step").first
     badge = step.locator("summary .badge[data-state]").first.get_attribute("data-state")
