@@ -119,28 +119,40 @@
   // The view follows the work while the reader is at the bottom; scrolled up, they get a
   // "jump to latest" button instead of being pulled down. Whether they were at the bottom is
   // noted before each message is swapped in: one message may add more than the margin.
+  // On a narrow screen the timeline does not scroll on its own: the page does.
   const jump = document.getElementById("jump-latest");
   let following = true;
+  const narrow = window.matchMedia("(max-width: 48rem)"); // app.css's narrow layout
+  function scroller() {
+    const timeline = document.getElementById("timeline");
+    if (!timeline) return null;
+    return narrow.matches ? document.scrollingElement : timeline;
+  }
   function nearBottom(pane) {
     return pane.scrollHeight - pane.scrollTop - pane.clientHeight < 200;
   }
   function noteFollowing() {
-    const pane = document.getElementById("timeline");
+    const pane = scroller();
     following = !pane || nearBottom(pane);
   }
   function scrollDown() {
-    const pane = document.getElementById("timeline");
+    const pane = scroller();
     if (!pane) return;
     if (following || nearBottom(pane)) pane.scrollTop = pane.scrollHeight;
     else if (jump) jump.hidden = false;
   }
   if (jump) {
-    const pane = document.getElementById("timeline");
     jump.addEventListener("click", function () {
+      const pane = scroller();
       pane.scrollTop = pane.scrollHeight;
       jump.hidden = true;
     });
-    pane.addEventListener("scroll", function () { if (nearBottom(pane)) jump.hidden = true; });
+    const hideAtBottom = function () {
+      const pane = scroller();
+      if (pane && nearBottom(pane)) jump.hidden = true;
+    };
+    document.getElementById("timeline").addEventListener("scroll", hideAtBottom);
+    window.addEventListener("scroll", hideAtBottom);
   }
 
   // What the agent is doing now, and for how long: read off the type of the latest event.

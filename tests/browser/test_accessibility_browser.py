@@ -256,9 +256,12 @@ def test_the_demo_model_fills_the_window_and_its_chart_claims_no_tokens(page, ap
     assert blocking_violations(page, "demo, dark", context=".notice") == []
 
 
-def test_a_reader_at_the_bottom_stays_there_when_a_long_answer_arrives(page, app_url, model):
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_reader_at_the_bottom_stays_there_when_a_long_answer_arrives(page, app_url, model, width):
     """The view follows the work while the reader is at the bottom, however much one event
-    adds at once (a long answer rendered whole is taller than the pane's follow margin)."""
+    adds at once (a long answer rendered whole is taller than the pane's follow margin); on
+    a narrow screen, where the page scrolls rather than the timeline, the page follows."""
+    page.set_viewport_size({"width": width, "height": 800})
     sign_in_to_new_workflow(page, app_url)
     answer = "\n\n".join(f"Paragraph {n}: revenue grew in week {n}." for n in range(1, 41))
     replies = [{"overview": "chat", "tasks": []}, answer]  # no task: the model answers
@@ -266,7 +269,9 @@ def test_a_reader_at_the_bottom_stays_there_when_a_long_answer_arrives(page, app
     send(page, "Tell me about the weeks")
     page.wait_for_selector("#wf-status[data-status=completed]")
     page.wait_for_selector("#answer-round1_answer", state="attached")
-    gap = page.eval_on_selector("#timeline", "p => p.scrollHeight - p.scrollTop - p.clientHeight")
-    assert page.eval_on_selector("#timeline", "p => p.scrollHeight > 2 * p.clientHeight")
+    pane = "#timeline" if width > 800 else "html"  # the page scrolls on a narrow screen
+    gap = page.eval_on_selector(pane, "p => p.scrollHeight - p.scrollTop - p.clientHeight")
+    assert page.eval_on_selector(pane, "p => p.scrollHeight > 2 * p.clientHeight")
     assert gap < 5, f"the view was left {gap} px above the end"
     assert page.locator("#jump-latest").is_hidden()
+    assert page.locator("#composer textarea").is_visible()
