@@ -13,7 +13,8 @@ from tests.engine.conftest import collect, make_state, of
 from tests.live import connect, is_final, receive_until
 from tests.support.chat_app import workflow_with_upload
 from tests.tools._documents_helpers import context, pdf_text
-from workflows.engine.demo import DEMO_LABEL, DemoLLM, markdown_blocks
+from workflows.engine.demo import DEMO_LABEL, DemoLLM
+from workflows.engine.demo_text import markdown_blocks
 from workflows.engine.schemas import RefinementDecision, TaskReview
 from workflows.engine.testing import MemoryStore
 from workflows.execution import launcher
