@@ -480,15 +480,20 @@ async def test_refine_carries_the_next_action_so_stage_one_is_asked_once() -> No
     ]  # fmt: skip
 
 
-async def test_continue_without_a_next_action_asks_stage_one() -> None:
-    """A decision to continue that names no action: Stage 1 chooses, seeing the last step."""
-    llm = ScriptedLLM(
+def search_then_scrape() -> ScriptedLLM:
+    """A search, a decision to continue that names no action, then a scrape chosen by Stage 1."""
+    return ScriptedLLM(
         [
             taskplan("t"),
             select(), params(query="a"), cont(),
             select("web.scrape"), params(query="b"), stop(), "ok",
         ]
     )  # fmt: skip
+
+
+async def test_continue_without_a_next_action_asks_stage_one() -> None:
+    """A decision to continue that names no action: Stage 1 chooses, seeing the last step."""
+    llm = search_then_scrape()
     events = await collect(make_state(), llm)
     llm.assert_complete()
     assert [p.action for p in of(events, "plan")] == [1, 2]
@@ -498,13 +503,7 @@ async def test_continue_without_a_next_action_asks_stage_one() -> None:
 async def test_the_newest_step_is_told_once_its_observation_in_full() -> None:
     """Refine and the next Stage 1 show the latest observation in full; the newest step's
     line points at it instead of repeating its summary, and older steps keep theirs."""
-    llm = ScriptedLLM(
-        [
-            taskplan("t"),
-            select(), params(query="a"), cont(),
-            select("web.scrape"), params(query="b"), stop(), "ok",
-        ]
-    )  # fmt: skip
+    llm = search_then_scrape()
     events = await collect(make_state(), llm)
     llm.assert_complete()
     first, second = [o.observation for o in of(events, "observe")]
