@@ -226,12 +226,14 @@ DEMO = {"POWERON_LLM_BASE_URL": "", "POWERON_LLM_API_KEY": ""}
 @pytest.mark.parametrize("app_url", [DEMO], indirect=True)
 def test_the_demo_model_fills_the_window_and_its_chart_claims_no_tokens(page, app_url, tmp_path):
     """With no model configured (what `make run` starts with), the page says the demo model
-    answers, its header keeps its links on one line beside a long title, and it holds in the
-    window (the notice takes its height from the timeline: the page
-    itself does not scroll); the demo counts no tokens, so the chart's token axis labels
-    only its zero, not "1 tok" twice over a flat axis."""
+    answers (in one line beside a workflow, opening on how to configure one); its header
+    keeps its links on one line beside a long title; it holds in the window (the page itself
+    does not scroll); the demo counts no tokens, so the chart's token axis labels only its
+    zero, not "1 tok" twice over a flat axis."""
     sign_in_to_new_workflow(page, app_url)
-    assert page.locator(".notice", has_text="No model configured").is_visible()
+    notice = page.locator(".notice")
+    assert notice.locator("summary", has_text="No model configured").is_visible()
+    assert notice.get_attribute("open") is None  # folded to its first line beside a workflow
     notes = tmp_path / "notes.md"
     notes.write_text(NOTES)
     page.set_input_files("#file-picker", str(notes))
@@ -252,6 +254,8 @@ def test_the_demo_model_fills_the_window_and_its_chart_claims_no_tokens(page, ap
     overflow = page.evaluate("() => document.documentElement.scrollHeight - window.innerHeight")
     assert overflow <= 0, f"the page scrolls by {overflow} px"
     assert page.locator("#composer textarea").is_visible()
+    page.click(".notice summary")  # it opens on how to configure a model
+    assert page.locator(".notice code", has_text="POWERON_LLM_BASE_URL").is_visible()
     page.emulate_media(color_scheme="dark")  # the notice keeps its light face, readable
     assert blocking_violations(page, "demo, dark", context=".notice") == []
 
