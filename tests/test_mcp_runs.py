@@ -15,7 +15,7 @@ from tests.live import connect, is_final, receive_until
 from tests.support.mcp_servers import http_server, stdio_command
 from tests.support.replies import params, review, select, stop, taskplan
 from workflows import services
-from workflows.execution import setup
+from workflows.execution import setup, tools_panel
 from workflows.models import ChatDocument
 from workflows.tools import mcp
 
@@ -174,10 +174,12 @@ async def test_a_users_own_server_is_theirs_alone_and_failures_show_in_the_tools
         finally:
             await setup.close_parts(mine)
             await setup.close_parts(theirs)
-    overview = await database_sync_to_async(setup.tool_overview)(owner=alice)
+    overview = await database_sync_to_async(tools_panel.tool_overview)(owner=alice)
     rows = {row["name"]: row for row in overview}
     assert rows["calc.add"]["available"] and rows["my_wiki.add"]["available"]
     assert not rows["broken.*"]["available"]
     assert "No such file" in rows["broken.*"]["reason"]
-    bobs = {row["name"] for row in await database_sync_to_async(setup.tool_overview)(owner=bob)}
+    bobs = {
+        row["name"] for row in await database_sync_to_async(tools_panel.tool_overview)(owner=bob)
+    }
     assert "my_wiki.add" not in bobs

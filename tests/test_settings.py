@@ -133,12 +133,12 @@ def test_tool_limits_reach_the_tools(settings):
 
 def test_invalid_tool_limits_leave_web_tools_out_with_the_reason(settings):
     """A limit out of range does not crash the chat: web search says why it is missing."""
-    from workflows.execution import setup
+    from workflows.execution import tools_panel
 
     settings.POWERON_SEARCH_PROVIDER = "searxng"
     settings.POWERON_SEARXNG_URL = "http://127.0.0.1:9"
     settings.POWERON_CRAWL_MAX_PAGES = 100_000
-    overview = {tool["name"]: tool for tool in setup.tool_overview()}
+    overview = {tool["name"]: tool for tool in tools_panel.tool_overview()}
     assert not overview["web.search"]["available"]
     assert "POWERON_CRAWL_MAX_PAGES" in overview["web.search"]["reason"]
 

@@ -12,7 +12,7 @@ from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_POST
 
 from . import exports, rates, selectors, services
-from .execution import setup
+from .execution import tools_panel
 from .forms import ConnectionForm, WorkflowCreateForm
 
 
@@ -56,7 +56,7 @@ def workflow_detail(request: HttpRequest, workflow_id: int) -> HttpResponse:
             "messages_list": selectors.message_list(workflow=workflow),
             "form": WorkflowCreateForm(),
             "max_upload_bytes": settings.POWERON_MAX_UPLOAD_BYTES,
-            "tools": setup.tool_overview(owner=request.user),
+            "tools": tools_panel.tool_overview(owner=request.user),
         },
     )
 

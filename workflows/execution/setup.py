@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from channels.db import database_sync_to_async
@@ -101,7 +101,7 @@ async def warm_up() -> None:
             await warm()  # a call rehearsed through the SDK, without a request
         warming.prepare_answers(
             build_tools(connection_kinds=set()),
-            schemas=call_schemas(),  # type: ignore[arg-type]
+            schemas=call_schemas(),
             max_steps=default_max_steps(),
             policy=policy([]),
             fmt=getattr(llm, "response_format", "json_schema"),
@@ -184,65 +184,6 @@ def build_tools(
     )
 
 
-def tool_overview(
-    *, connection_kinds: set[str] | frozenset[str] = frozenset(), owner: Any = None
-) -> list[dict]:
-    """Every tool of the catalog: whether it is usable here and, if not, why and which
-    environment variables to set. With `owner`, their connections count, and the MCP servers
-    they may use follow, as their latest listing in this process found them."""
-    from workflows.tools.registry import CATALOG, ToolRegistry, variables_named
-
-    connections = list(owner.connections.all()) if owner is not None else []
-    kinds = set(connection_kinds) | {c.kind for c in connections}
-    registry = ToolRegistry(tool_settings(), connection_kinds=kinds)
-    unavailable = registry.unavailable()
-    rows = [
-        {
-            "name": tool.name,
-            "description": tool.description,
-            "available": tool.name not in unavailable,
-            "reason": unavailable.get(tool.name, ""),
-            "variables": variables_named(unavailable.get(tool.name, "")),
-        }
-        for tool in CATALOG
-    ]
-    servers = mcp_servers(connections) if owner is not None else site_mcp_servers()
-    return rows + [row for server in servers for row in mcp_overview(server)]
-
-
-def mcp_overview(server: McpServer) -> list[dict]:
-    """The Tools panel's rows for one MCP server: its tools as last listed, or why it has
-    none, or that a run will list them."""
-    where = "your MCP server" if server.owner else f"MCP server {server.name}"
-    asks = " Each call waits for your approval." if server.approval is True else ""
-    listing = mcp.last_listing(server)
-    if listing is None:
-        description = f"The tools of {where} ({server.transport}) are listed when a run starts."
-        return [_row(f"{server.name}.*", description)]
-    if listing.error:
-        return [_row(f"{server.name}.*", "", reason=listing.error)]
-    return [
-        _row(
-            f"{server.name}.{mcp_tools.catalog_name(spec.name)}",
-            f"{mcp_tools.short_description(spec.description)} (from {where}.{asks})".replace(
-                ".)", ")"
-            ),
-        )
-        for spec in listing.tools
-        if server.tools is None or spec.name in server.tools
-    ]
-
-
-def _row(name: str, description: str, *, reason: str = "") -> dict:
-    return {
-        "name": name,
-        "description": description,
-        "available": not reason,
-        "reason": reason,
-        "variables": ["POWERON_MCP_SERVERS"] if reason else [],
-    }
-
-
 def history_entry(message: ChatMessage) -> HistoryEntry:
     return HistoryEntry(
         role=message.role,  # type: ignore[arg-type]
@@ -302,12 +243,12 @@ def policy(connections: list[Any]) -> Policy:
     )
 
 
-def call_schemas() -> str:
+def call_schemas() -> Literal["narrow", "stable"]:
     """POWERON_LLM_SCHEMAS, with auto decided by where the model server is: narrow schemas for
     one on this machine or a private network (llama.cpp, vLLM and Ollama make grammars of
     them), stable ones for a hosted provider (its prompt cache counts the schema)."""
     choice = settings.POWERON_LLM_SCHEMAS
-    if choice in ("narrow", "stable"):
+    if choice == "narrow" or choice == "stable":
         return choice
     if choice != "auto":
         logger.warning("POWERON_LLM_SCHEMAS=%r is not auto, narrow or stable; auto is used", choice)

@@ -2,7 +2,7 @@
 
 from django import template
 
-from workflows.execution import setup
+from workflows.execution import setup, tools_panel
 
 register = template.Library()
 
@@ -10,7 +10,7 @@ register = template.Library()
 @register.simple_tag
 def tool_overview() -> list[dict]:
     """The site's tool catalog with the reason each unavailable tool is left out."""
-    return setup.tool_overview()
+    return tools_panel.tool_overview()
 
 
 @register.simple_tag
