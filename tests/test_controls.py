@@ -112,16 +112,28 @@ async def test_at_max_steps_the_loop_asks_and_extend_resumes_the_task(alice, mod
     await communicator.disconnect()
 
 
-async def test_declining_to_extend_stops_the_task_with_its_reason(alice, model):
-    """Answering 0 more steps ends the task at max steps, stated as such, work kept."""
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"action": "extend", "steps": 0},
+        # The page's Stop here: the button's answer beside what the steps box holds.
+        {"action": "extend", "steps": "3", "answer": "stop"},
+        {"action": "extend", "steps": "", "answer": "stop"},
+    ],
+)
+async def test_declining_to_extend_stops_the_task_with_its_reason(alice, model, answer):
+    """Answering 0 more steps (or Stop here) ends the task at max steps, stated as such, work
+    kept."""
     workflow, upload = await workflow_with_upload(alice, max_steps=1)
     model.add(taskplan("Summarise"), *extract_step(UPLOAD), cont(), review("failed"), "Partial.")
     communicator = await start(alice, workflow, upload)
     await receive_until(communicator, lambda e: e["type"] == "ask")
-    await communicator.send_json_to({"action": "extend", "steps": 0})
+    await communicator.send_json_to(answer)
     events = await receive_until(communicator, is_final)
     codes = [e["payload"].get("code") for e in events if e["type"] == "status"]
     assert "max_steps" in codes
+    answered = [e["payload"] for e in events if e["type"] == "ask"]
+    assert answered[0]["status"] == "answered" and answered[0]["granted"] == 0
     model.assert_complete()
     await communicator.disconnect()
 

@@ -74,6 +74,10 @@
       if (streaming) streaming.remove(); // the complete message replaces what was streamed
     }
     if (meta.dataset.role === "user") sendConfirmed();
+    if (meta.dataset.type === "notice" && pendingAsk) {
+      if (meta.dataset.role === "error" && pendingAsk.isConnected) answering(pendingAsk, false);
+      pendingAsk = null;
+    }
     if (meta.dataset.type === "notice" && pendingSteer) {
       if (meta.dataset.role === "info") pendingSteer.reset(); // refused: the note stays
       pendingSteer = null;
@@ -190,16 +194,21 @@
   let pendingSend = false;
   let pendingEdit = null; // an edited message's panel closes once its round has opened
   let pendingSteer = null; // a steering note leaves its box once the run has taken it
+  let pendingAsk = null; // a question's answer, until it is taken or refused
+  function answering(form, sent) {
+    form.querySelectorAll("button, input").forEach((el) => { el.disabled = sent; });
+    form.classList.toggle("answered", sent);
+  }
   chat.addEventListener("htmx:wsAfterSend", function (evt) {
     const form = evt.target.closest("form");
     if (!form) return;
     if (form.id === "composer") pendingSend = true;
     if (form.classList.contains("edit-form")) pendingEdit = form.closest("details");
     if (form.id === "steer-form") pendingSteer = form;
-    // A question is answered once: the loop has moved on.
+    // A question is answered once: the loop has moved on (a refused answer opens it again).
     if (form.classList.contains("ask")) {
-      form.querySelectorAll("button, input").forEach((el) => { el.disabled = true; });
-      form.classList.add("answered");
+      answering(form, true);
+      pendingAsk = form;
     }
     // A rating stays visible, and can be changed (with or without a comment) at any time.
     if (form.classList.contains("feedback") && form.dataset.chosen) {

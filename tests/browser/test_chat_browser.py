@@ -215,7 +215,7 @@ def test_at_max_steps_the_page_asks_and_continues(page, app_url, model, tmp_path
     page.fill("#composer textarea", "Summarise my notes")
     page.click("#send-button")
     page.wait_for_selector("form.ask")
-    assert "reached 1 steps" in page.inner_text("form.ask")
+    assert "reached 1 step." in page.inner_text("form.ask")
     page.fill("form.ask input[name=steps]", "1")
     page.click("form.ask button:has-text('Continue')")
     page.wait_for_selector("#step-1-1-2")
@@ -229,6 +229,37 @@ def test_at_max_steps_the_page_asks_and_continues(page, app_url, model, tmp_path
     for path in ["/admin/", "/admin/workflows/chatworkflow/", "/admin/workflows/connection/add/"]:
         page.goto(app_url + path)
         page.wait_for_selector("#content")
+
+
+def test_stop_here_ends_the_task_at_its_step_limit_with_the_work_kept(
+    page, app_url, model, tmp_path
+):
+    """Stop here answers the question (whatever the steps box holds): the task stops at its
+    limit, the extracted text stays, and the round ends with its answer."""
+    page.goto(app_url)
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.locator("details.new-workflow").evaluate("panel => { panel.open = true; }")
+    page.fill("input[name=max_steps]", "1")
+    page.click("text=Create")
+    page.wait_for_selector("#connection[data-state=live]")
+    model.add(taskplan("Summarise"), *extract_step("docList:round1_upload"), cont(),
+              review("failed"), "Only the extraction was done.")  # fmt: skip
+    notes = tmp_path / "notes.md"
+    notes.write_text(NOTES)
+    page.set_input_files("#file-picker", str(notes))
+    page.wait_for_selector(".upload-chip")
+    send(page, "Summarise my notes")
+    page.wait_for_selector("form.ask")
+    page.fill("form.ask input[name=steps]", "")  # nothing to continue with: Stop here still works
+    page.click("form.ask button:has-text('Stop here')")
+    page.wait_for_selector("#wf-status[data-status=failed]")
+    assert "stopped here." in page.inner_text(".ask-answer")
+    assert page.locator("form.ask").count() == 0
+    assert page.locator(".toast.error").count() == 0
+    assert "Only the extraction was done." in page.inner_text("#timeline")
+    page.wait_for_selector("#step-1-1-1 a[href*='/documents/']", state="attached")  # kept
 
 
 def test_failures_and_a_stop_show_in_their_steps_and_every_badge_settles(page, app_url, model):

@@ -45,8 +45,9 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
             return
         if steps >= limit:
             more = Out[int]()
-            question = f"Task {task.number} reached {limit} steps. Continue for more steps?"
-            limit_reason = f"The maximum of {limit} steps was reached."
+            reached = counted(limit, "step")
+            question = f"Task {task.number} reached {reached}. Continue for more steps?"
+            limit_reason = f"The maximum of {reached} was reached."
             async for event in ask_to_continue(ctx, task, steps, question, limit_reason, more):
                 yield event
             if not more.value:
@@ -61,6 +62,11 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
             yield event
         if stop.value:
             return
+
+
+def counted(number: int, noun: str) -> str:
+    """'1 step', '3 steps'."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 async def ask_to_continue(
@@ -86,7 +92,8 @@ async def ask_to_continue(
         granted=out.value,
     )
     if out.value:
-        yield ctx.status("info", f"Continuing for {out.value} more step(s).", task=task.number)
+        more = counted(out.value, "more step")
+        yield ctx.status("info", f"Continuing for {more}.", task=task.number)
         return
     task.stop_code, task.stop_reason = "max_steps", limit_reason
     yield ctx.status(task.stop_code, task.stop_reason, task=task.number)

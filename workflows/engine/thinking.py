@@ -17,7 +17,7 @@ from .defaults import DefaultsContext
 from .events import ActEvent, DeltaEvent, ErrorEvent, Event, MessageEvent, PlanEvent, ThoughtEvent
 from .history import render_history
 from .prompts import build, render_documents
-from .react import ask_to_continue
+from .react import ask_to_continue, counted
 from .schemas import ActionSelection, Observation, TaskItem, Thought, render_plan
 
 THOUGHTS_PER_STEP = 2
@@ -59,8 +59,8 @@ async def run_reasoning(ctx: RoundContext) -> AsyncIterator[Event]:
             break
         if len(thoughts) >= limit:
             more: Out[int] = Out()
-            question = f"Reasoning reached {limit} thoughts. Continue thinking?"
-            reason = f"The maximum of {limit} thoughts was reached."
+            question = f"Reasoning reached {counted(limit, 'thought')}. Continue thinking?"
+            reason = f"The maximum of {counted(limit, 'thought')} was reached."
             async for event in ask_to_continue(ctx, task, len(thoughts), question, reason, more):
                 yield event
             if not more.value:

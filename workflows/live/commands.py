@@ -12,6 +12,7 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from workflows import services
@@ -59,10 +60,21 @@ class Steer(Command):
 
 
 class Extend(Command):
-    """Answer the loop's question at max steps: continue for `steps` more (0 stops)."""
+    """Answer the loop's question at max steps: continue for `steps` more (0 stops).
+
+    The question's form sends `answer` too: its Stop here button sends "stop" beside whatever
+    the steps box holds (even nothing), which then counts as 0."""
 
     action: Literal["extend"]
     steps: int = Field(ge=0, le=50)
+    answer: Literal["continue", "stop"] = "continue"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stop_here(cls, values: Any) -> Any:
+        if isinstance(values, dict) and values.get("answer") == "stop":
+            return {**values, "steps": 0}
+        return values
 
 
 class Approve(Command):
