@@ -55,7 +55,15 @@ class FeedbackEvent(BaseEvent):
     comment: str = ""
 
 
-HOST_EVENTS: tuple[type[BaseEvent], ...] = (RunEvent, NoticeEvent, FeedbackEvent)
+class TitleEvent(BaseEvent):
+    """The user renamed the workflow: every open page, and every later replay, ends with the
+    title chosen last (a user message's `title` only names a workflow that had none)."""
+
+    type: Literal["title"] = "title"
+    title: str
+
+
+HOST_EVENTS: tuple[type[BaseEvent], ...] = (RunEvent, NoticeEvent, FeedbackEvent, TitleEvent)
 
 AnyEvent = Annotated[
     Union[*ENGINE_EVENTS, *HOST_EVENTS],  # type: ignore[valid-type]  # noqa: UP007

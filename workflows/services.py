@@ -15,7 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
-from workflows.contract import Envelope, FeedbackEvent, payload_of
+from workflows.contract import Envelope, FeedbackEvent, TitleEvent, payload_of
 from workflows.engine.events import MessageEvent
 
 from . import rates
@@ -356,16 +356,20 @@ def round_open(
 TITLE_CHARS = ChatWorkflow._meta.get_field("title").max_length
 
 
-def workflow_rename(*, workflow: ChatWorkflow, title: str) -> ChatWorkflow:
-    """Give a workflow a new title (spaces collapsed); ValueError says what is wrong."""
+def workflow_rename(*, workflow: ChatWorkflow, title: str) -> Envelope:
+    """Give a workflow a new title (spaces collapsed), with its event for every open page and
+    every later replay; ValueError says what is wrong."""
     title = " ".join(title.split())
     if not title:
         raise ValueError("A title cannot be empty.")
     if len(title) > TITLE_CHARS:  # type: ignore[operator]
         raise ValueError(f"A title has at most {TITLE_CHARS} characters.")
-    workflow.title = title
-    workflow.save(update_fields=["title", "updated"])
-    return workflow
+    with transaction.atomic():
+        workflow.title = title
+        workflow.save(update_fields=["title", "updated"])
+        event = TitleEvent(round=0, title=title)
+        stored = event_append(workflow_id=workflow.pk, type=event.type, payload=payload_of(event))
+    return Envelope.from_row(stored)
 
 
 def workflow_delete(*, workflow: ChatWorkflow) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib import messages
 from django.http import FileResponse, HttpRequest, HttpResponse
@@ -14,6 +15,7 @@ from django.views.decorators.http import require_POST
 from . import exports, rates, selectors, services
 from .execution import tools_panel
 from .forms import ConnectionForm, WorkflowCreateForm
+from .live import broadcast
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -169,13 +171,14 @@ def workflow_rename(request: HttpRequest, workflow_id: int) -> HttpResponse:
     page again otherwise; an empty or too long title is refused with a message."""
     workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
     try:
-        services.workflow_rename(workflow=workflow, title=request.POST.get("title", ""))
+        renamed = services.workflow_rename(workflow=workflow, title=request.POST.get("title", ""))
     except ValueError as error:
         if request.headers.get("HX-Request"):
             context = {"workflow": workflow, "error": str(error)}  # shown where it was typed
             return render(request, "workflows/_title.html", context)
         messages.error(request, str(error))
         return redirect(workflow)
+    async_to_sync(broadcast.broadcast)(renamed)  # the workflow's other pages follow
     if request.headers.get("HX-Request"):
         return render(request, "workflows/_title.html", {"workflow": workflow, "renamed": True})
     return redirect(workflow)

@@ -274,12 +274,19 @@
   addCodeCopyButtons();
   chat.addEventListener("htmx:wsAfterMessage", addCodeCopyButtons);
 
-  // A rename that worked closes its form; a refused one stays open with its message.
+  // A rename that worked closes its form; a refused one stays open with its message. The
+  // tab's title follows the workflow's, renamed here, in another tab or named by a message.
+  function syncTabTitle() {
+    const title = document.getElementById("wf-title");
+    if (title) document.title = title.textContent.trim() + " · PowerOn";
+  }
+  chat.addEventListener("htmx:wsAfterMessage", syncTabTitle);
   const renameForm = document.getElementById("rename-form");
   if (renameForm) {
     renameForm.addEventListener("htmx:afterRequest", function (evt) {
       const refused = document.querySelector("#wf-title-block .error");
       if (evt.detail.successful && !refused) document.getElementById("rename").open = false;
+      syncTabTitle();
     });
   }
 

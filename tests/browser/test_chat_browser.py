@@ -175,13 +175,32 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     assert "Stopped by the user" in page.inner_text("#round-2-status")
     print(f"stop shown after {stopped_after:.2f} s")
 
-    # Rename in place: the header and the sidebar follow, and the form closes.
+    # Rename in place: the header and the sidebar follow, and the form closes; the
+    # workflow's other tab follows live, and a reload (which replays the user message that
+    # first named the workflow) keeps the new title.
+    other = page.context.new_page()
+    other.goto(page.url)
+    other.wait_for_selector("#connection[data-state=live]")
+    last_seq = "() => +document.getElementById('live').dataset.lastSeq"
+    before = page.evaluate(last_seq)
     page.click("#rename summary")
     page.fill("#rename-form input[name=title]", "Notes, summarised")
     page.press("#rename-form input[name=title]", "Enter")
     page.wait_for_selector("#wf-title:has-text('Notes, summarised')")
     assert "Notes, summarised" in page.inner_text(".sidebar")
     assert not page.locator("#rename").evaluate("panel => panel.open")
+    other.wait_for_selector("#wf-title:has-text('Notes, summarised')")
+    assert other.title() == "Notes, summarised · PowerOn"
+    other.close()
+    page.wait_for_function(f"({last_seq})() > {before}")  # the rename's own event came back
+    renamed_at = page.evaluate(last_seq)
+    page.reload()
+    page.wait_for_function(f"({last_seq})() >= {renamed_at}")
+    assert page.inner_text("#wf-title") == "Notes, summarised"
+    assert page.inner_text(f"#sidebar-title-{page.url.rstrip('/').split('/')[-1]}") == (
+        "Notes, summarised"
+    )
+    assert page.title() == "Notes, summarised · PowerOn"
 
     # The sidebar's search filters the list as one types (title and messages).
     page.fill(".workflow-search input[name=q]", "zzz-nothing")

@@ -14,7 +14,14 @@ from django.urls import reverse
 from django.utils.formats import number_format
 from django.utils.safestring import mark_safe
 
-from workflows.contract import EVENT_TYPES, Envelope, FeedbackEvent, NoticeEvent, RunEvent
+from workflows.contract import (
+    EVENT_TYPES,
+    Envelope,
+    FeedbackEvent,
+    NoticeEvent,
+    RunEvent,
+    TitleEvent,
+)
 from workflows.engine.events import (
     ActEvent,
     ActionPlanEvent,
@@ -84,6 +91,7 @@ def render_event(envelope: Envelope) -> str:
             | RunEvent()
             | NoticeEvent()
             | FeedbackEvent()
+            | TitleEvent()
         ):
             pass
         case _:
