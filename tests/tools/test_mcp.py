@@ -3,6 +3,7 @@ one over streamable HTTP on loopback (tests/support/mcp_server.py)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 
@@ -95,6 +96,8 @@ async def test_stdio_tools_join_the_catalog_and_run():
         env = tools["calc.echo_env"]
         result = await env.run(env.Parameters.model_validate({"name": "NOTES_API_KEY"}), None)
         assert result.success and result.documents[0].data == b"***"
+        # Its structured copy too (the SDK wraps a str result as {"result": ...}).
+        assert [json.loads(d.data) for d in result.documents[1:]] == [{"result": "***"}]
         assert len(hub._holders) == 1  # every call went through the one connection
 
 
@@ -110,6 +113,39 @@ async def test_a_slow_tool_times_out_and_a_large_result_is_cut():
     result = mcp_tools.to_result(server, "big", _Result("x" * 1_000))
     assert len(result.documents[0].data) == 200
     assert result.notes == ["The result was cut to 200 characters (it had 1,000)."]
+
+
+def test_every_part_of_a_result_is_redacted():
+    """The operator's credentials leave a result in none of its parts: structured content
+    (keys and strings, however nested), embedded resources (text and binary), images and
+    resource links."""
+    from mcp.types import (
+        BlobResourceContents,
+        EmbeddedResource,
+        ImageContent,
+        ResourceLink,
+        TextResourceContents,
+    )
+
+    secret = "key-from-the-operator"
+    server = stdio_server(env={"NOTES_API_KEY": secret})
+    result = _Result(f"token {secret}")
+    blob = base64.b64encode(f"bytes {secret} end".encode()).decode()
+    result.content += [
+        EmbeddedResource(type="resource", resource=TextResourceContents(
+            uri=f"file:///notes/{secret}.txt", text=f"text {secret}", mimeType="text/plain")),
+        EmbeddedResource(type="resource", resource=BlobResourceContents(
+            uri="file:///notes/raw.bin", blob=blob, mimeType="application/octet-stream")),
+        ImageContent(type="image", data=blob, mimeType="image/png"),
+        ResourceLink(type="resource_link", name="x", uri=f"https://203.0.113.9/{secret}"),
+    ]  # fmt: skip
+    result.structured_content = {"nested": [{secret: f"a {secret} b"}], "n": 1}
+    converted = mcp_tools.to_result(server, "leak", result)
+    everything = [d.name.encode() + d.data for d in converted.documents]
+    everything += [note.encode() for note in converted.notes]
+    assert len(converted.documents) == 5 and converted.notes
+    assert not [part for part in everything if secret.encode() in part]
+    assert json.loads(converted.documents[-1].data) == {"nested": [{"***": "a *** b"}], "n": 1}
 
 
 class _Result:

@@ -124,13 +124,25 @@ def load_servers(raw: Any) -> tuple[list[McpServer], list[str]]:
     return servers, problems
 
 
+def secrets_of(server: McpServer) -> set[str]:
+    """The server's header and environment values (its credentials), long enough to find."""
+    values = (*server.headers.values(), *server.env.values())
+    found = {s for v in values for s in (v, v.removeprefix("Bearer ").strip()) if len(s) >= 6}
+    return found
+
+
 def redact(server: McpServer, text: str) -> str:
     """Text without the server's header or environment values (its credentials)."""
-    for value in (*server.headers.values(), *server.env.values()):
-        for secret in {value, value.removeprefix("Bearer ").strip()}:
-            if len(secret) >= 6:
-                text = text.replace(secret, "***")
+    for secret in secrets_of(server):
+        text = text.replace(secret, "***")
     return text
+
+
+def redact_bytes(server: McpServer, data: bytes) -> bytes:
+    """A file's bytes without the server's credentials (as they would be written in UTF-8)."""
+    for secret in secrets_of(server):
+        data = data.replace(secret.encode(), b"***")
+    return data
 
 
 def user_server(*, label: str, url: str, secret: str, owner: int) -> McpServer | None:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from workflows.engine.contracts import ActionContext, ActionResult, ProducedDocument
 
-from .mcp_servers import McpServer, redact
+from .mcp_servers import McpServer, redact, redact_bytes
 
 DESCRIPTION_CHARS = 160
 """A tool's description as the model sees it (the first sentence, at most this long)."""
@@ -176,7 +176,7 @@ def to_result(server: McpServer, tool: str, result: Any) -> ActionResult:
         if kind == "text":
             texts.append(block.text)
         elif kind in ("image", "audio"):
-            data = base64.b64decode(block.data)
+            data = redact_bytes(server, base64.b64decode(block.data))
             extension = (block.mime_type or "application/octet-stream").split("/")[-1][:8]
             documents.append(
                 ProducedDocument(
@@ -185,15 +185,16 @@ def to_result(server: McpServer, tool: str, result: Any) -> ActionResult:
             )
         elif kind == "resource":
             resource = block.resource
-            name = Path(urlsplit(str(resource.uri)).path).name or f"{base}_{position}"
+            name = Path(urlsplit(redact(server, str(resource.uri))).path).name
+            name = name or f"{base}_{position}"
             if getattr(resource, "text", None) is not None:
-                data = resource.text.encode()
+                data = redact(server, resource.text).encode()
             else:
-                data = base64.b64decode(resource.blob)
+                data = redact_bytes(server, base64.b64decode(resource.blob))
             mime = resource.mime_type or "application/octet-stream"
             documents.append(ProducedDocument(name=name[:120], mime=mime, data=data))
         elif kind == "resource_link":
-            notes.append(f"Linked resource: {block.uri}")
+            notes.append(redact(server, f"Linked resource: {block.uri}"))
     text = redact(server, "\n\n".join(texts))
     if len(text) > cap:
         notes.append(f"The result was cut to {cap:,} characters (it had {len(text):,}).")
@@ -208,7 +209,8 @@ def to_result(server: McpServer, tool: str, result: Any) -> ActionResult:
             0, ProducedDocument(name=f"{base}.md", mime="text/markdown", data=text.encode())
         )
     if result.structured_content is not None:
-        structured = json.dumps(result.structured_content, indent=2, ensure_ascii=False)
+        content = redact_values(server, result.structured_content)
+        structured = json.dumps(content, indent=2, ensure_ascii=False)
         documents.append(
             ProducedDocument(
                 name=f"{base}.json", mime="application/json", data=structured[:cap].encode()
@@ -217,6 +219,17 @@ def to_result(server: McpServer, tool: str, result: Any) -> ActionResult:
     if not documents:
         notes.append(f"{server.name}.{tool} returned nothing.")
     return ActionResult(success=True, documents=documents, label=base[:40], notes=notes)
+
+
+def redact_values(server: McpServer, value: Any) -> Any:
+    """Structured content without the server's credentials, in its keys and strings."""
+    if isinstance(value, str):
+        return redact(server, value)
+    if isinstance(value, dict):
+        return {redact(server, str(k)): redact_values(server, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_values(server, item) for item in value]
+    return value
 
 
 def approval_patterns(servers: Sequence[McpServer]) -> list[str]:
