@@ -6,6 +6,8 @@ from tests.tools._documents_helpers import context, encrypt_pdf, make_pdf, sampl
 from tests.tools._hostile_files import wide_xml_docx
 from workflows.engine.contracts import ModelUnavailable, catalog_line
 from workflows.engine.demo import DemoLLM
+from workflows.engine.observe import build_observation
+from workflows.engine.state import Caps
 from workflows.engine.testing import ScriptedLLM
 from workflows.tools.documents import DocumentExtract, DocumentExtractParameters
 from workflows.tools.extract import DOCX_MIME
@@ -62,6 +64,17 @@ async def test_unreadable_inputs_are_reported_next_to_readable_ones():
     assert result.success
     assert [doc.name for doc in result.documents] == ["ok.md"]
     assert "locked.pdf: the PDF is encrypted and needs a password" in result.notes
+
+
+async def test_an_unreadable_input_among_many_is_still_told():
+    """Eight readable files and one that is not: its reason survives the observation's cap
+    on notes (failures come first), so the step and the model both hear of it."""
+    readable = [(f"part{n}.txt", "text/plain", f"Part {n}.".encode()) for n in range(8)]
+    ctx = context(*readable, ("image.png", "image/png", b"\x89PNG"))
+    result = await DocumentExtract().run(DocumentExtractParameters(), ctx)
+    assert result.success and len(result.documents) == 8
+    observation = build_observation(result, "round1_task1_action1_extracted", Caps())
+    assert any("image.png" in note and "unsupported type" in note for note in observation.notes)
 
 
 async def test_all_inputs_unreadable_fails_with_the_reasons():

@@ -61,7 +61,8 @@ class DocumentExtract:
     connection_kind: ClassVar[str | None] = None
 
     async def run(self, params: DocumentExtractParameters, ctx: ActionContext) -> ActionResult:
-        """One Markdown document per readable input; previews and failures in the notes."""
+        """One Markdown document per readable input; failures, then previews, in the notes
+        (failures first: an observation that keeps only the first notes still tells them)."""
         if not ctx.documents:
             return _failure("document.extract needs at least one input document")
         sources, failures = await read_sources(ctx)
@@ -85,7 +86,7 @@ class DocumentExtract:
                 notes.append(_preview_note(source))
             documents.append(_markdown_document(source, text))
         return ActionResult(
-            success=True, label="extracted", documents=documents, notes=notes + failures
+            success=True, label="extracted", documents=documents, notes=failures + notes
         )
 
     async def _ask(self, prompt: str, source: Source, ctx: ActionContext) -> tuple[str, int]:
