@@ -289,6 +289,34 @@ async def test_waiting_for_the_user_counts_against_the_budget_not_the_step() -> 
     assert of(events, "round")[-1].durationMs > 100_000  # but the round's time includes it
 
 
+async def test_a_question_or_an_approval_nobody_answers_is_said_as_such() -> None:
+    """No answer in time (the controls return None) is not the user's "no": the approval is
+    cancelled and its step stopped, not "rejected by the user"; the question is cancelled
+    and the task's reason says nobody answered."""
+
+    class Silent(AutoControls):
+        async def approve(self, *, action, parameters, task, step, timeout):
+            return None
+
+        async def ask_continue(self, *, task, steps_done, timeout=None):
+            return None
+
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="a"), cont(), review("failed"), "x"])
+    state = make_state(max_steps=1, policy=Policy(approval=["web.*"]))
+    events = await collect(state, llm, controls=Silent())
+    approval = of(events, "approval")[-1]
+    assert approval.status == "cancelled"
+    step = of(events, "step")[-1]
+    assert step.status == "stopped"
+    assert [e.message for e in of(events, "error")] == [
+        "web.search was not run: nobody approved it in time."
+    ]
+    ask = of(events, "ask")[-1]
+    assert ask.status == "cancelled" and ask.granted == 0
+    reasons = [e.reason for e in of(events, "status") if e.code == "max_steps"]
+    assert reasons and "not answered in time" in reasons[0]
+
+
 async def test_the_daily_budget_counts_earlier_rounds_of_the_day() -> None:
     """With the workflow's day nearly spent by earlier rounds, this round stops early and
     says when the budget frees up."""

@@ -148,18 +148,19 @@ async def execute_action(
             timeout=ctx.budget.remaining_seconds(),
         )
         approved = await ctx.wait_for_user(answer)
-        yield ApprovalEvent(
-            **where,
-            method=call.name,
-            parameters=params,
-            status="approved" if approved else "rejected",
-        )
+        decided = {True: "approved", False: "rejected", None: "cancelled"}[approved]
+        yield ApprovalEvent(**where, method=call.name, parameters=params, status=decided)  # type: ignore[arg-type]
         if not approved:
-            reason = f"{call.name} was rejected by the user."
+            reason = (
+                f"{call.name} was rejected by the user."
+                if approved is False
+                else f"{call.name} was not run: nobody approved it in time."
+            )
             yield ErrorEvent(**where, kind="rejected", message=reason)
             result = ActionResult(success=False, error=reason)
             out.value = build_observation(result, label, ctx.state.caps)
-            async for event in record_step(ctx, step, call, out.value, status="rejected"):
+            status = "rejected" if approved is False else "stopped"
+            async for event in record_step(ctx, step, call, out.value, status=status):
                 yield event
             return
     try:

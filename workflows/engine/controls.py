@@ -10,10 +10,12 @@ class Controls(Protocol):
     """Implemented by the host; the engine emits an event before awaiting any answer.
 
     `timeout` is what is left of the round's time budget (None: no limit); an answer that
-    does not come in time counts as "no".
+    does not come in time is None, which the engine treats as "no" and says so.
     """
 
-    async def ask_continue(self, *, task: int, steps_done: int, timeout: float | None) -> int:
+    async def ask_continue(
+        self, *, task: int, steps_done: int, timeout: float | None
+    ) -> int | None:
         """At max steps: how many more steps the user grants (0 stops the task)."""
         ...
 
@@ -25,7 +27,7 @@ class Controls(Protocol):
         task: int,
         step: int,
         timeout: float | None,
-    ) -> bool:
+    ) -> bool | None:
         """Whether an action the policy marks for approval may run (`step`: its action
         number in the task, so each question has its own answer)."""
         ...

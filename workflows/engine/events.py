@@ -301,7 +301,8 @@ class AskEvent(BaseEvent):
     question: str
     stepsDone: int
     status: Literal["waiting", "answered", "cancelled"] = "waiting"
-    """waiting for the user; answered (with `granted`); cancelled when the run ended first."""
+    """waiting for the user; answered (with `granted`); cancelled when no answer came: not
+    within the round's time budget, or the run ended first."""
     granted: int = 0
     """The further steps the user granted (0: stop the task)."""
 
@@ -313,7 +314,8 @@ class ApprovalEvent(BaseEvent):
     method: str
     parameters: dict[str, Any]
     status: Literal["waiting", "approved", "rejected", "cancelled"]
-    """cancelled when the run ended before an answer came."""
+    """cancelled when no answer came: not within the round's time budget, or the run ended
+    first."""
 
 
 Event = Annotated[

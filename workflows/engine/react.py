@@ -82,20 +82,22 @@ async def ask_to_continue(
     answer = ctx.controls.ask_continue(
         task=task.number, steps_done=steps, timeout=ctx.budget.remaining_seconds()
     )
-    out.value = max(0, await ctx.wait_for_user(answer))
+    granted = await ctx.wait_for_user(answer)
+    out.value = max(0, granted or 0)
     yield AskEvent(
         round=ctx.round,
         task=task.number,
         question=question,
         stepsDone=steps,
-        status="answered",
+        status="cancelled" if granted is None else "answered",
         granted=out.value,
     )
     if out.value:
         more = counted(out.value, "more step")
         yield ctx.status("info", f"Continuing for {more}.", task=task.number)
         return
-    task.stop_code, task.stop_reason = "max_steps", limit_reason
+    unanswered = " The question was not answered in time." if granted is None else ""
+    task.stop_code, task.stop_reason = "max_steps", limit_reason + unanswered
     yield ctx.status(task.stop_code, task.stop_reason, task=task.number)
 
 

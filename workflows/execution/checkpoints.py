@@ -294,10 +294,12 @@ class DurableControls:
         self._connections = connections
         self._answer_timeout = answer_timeout
 
-    async def ask_continue(self, *, task: int, steps_done: int, timeout: float | None) -> int:
-        """Wait for "continue for N more steps?" (0 when no answer comes in time)."""
+    async def ask_continue(
+        self, *, task: int, steps_done: int, timeout: float | None
+    ) -> int | None:
+        """Wait for "continue for N more steps?" (None when no answer comes in time)."""
         answer = await self._wait(question_topic("extend", task, steps_done), timeout)
-        return int(answer or 0)
+        return None if answer is None else int(answer)
 
     async def approve(
         self,
@@ -307,9 +309,10 @@ class DurableControls:
         task: int,
         step: int,
         timeout: float | None,
-    ) -> bool:
-        """Wait for the user to approve or reject the action (rejected when none comes)."""
-        return bool(await self._wait(question_topic("approve", task, step), timeout))
+    ) -> bool | None:
+        """Wait for the user to approve or reject the action (None when no answer comes)."""
+        answer = await self._wait(question_topic("approve", task, step), timeout)
+        return None if answer is None else bool(answer)
 
     async def steering(self) -> list[str]:
         """The notes the user sent since the last call (each received once, durably)."""
