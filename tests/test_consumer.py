@@ -218,6 +218,11 @@ async def test_live_events_and_commands_do_not_wait_for_djangos_sync_thread(alic
         ({"text_data": "[1, 2]"}, "a command is a JSON object"),
         ({"text_data": '"stop"'}, "a command is a JSON object"),
         ({"text_data": '{"action": "explode"}'}, "Command not understood"),
+        # A message of spaces and line breaks opens no round (it would spend one on nothing).
+        (
+            {"text_data": '{"action": "send", "text": "  \\n\\t "}'},
+            "text: the message is empty; write what the agent should do",
+        ),
     ],
 )
 async def test_a_malformed_frame_is_answered_and_the_socket_stays_open(alice, caplog, frame, said):

@@ -27,6 +27,18 @@ def test_upload_stores_files_for_the_next_message(alice_client, alice):
     assert document.mime_type == "text/csv"  # the name says more than "octet-stream"
 
 
+def test_an_upload_keeps_the_double_quotes_of_its_name(alice_client, alice):
+    """Browsers send a file name's double quotes as %22 (and its line breaks as %0A, %0D);
+    the document is named as the file was."""
+    workflow = services.workflow_create(owner=alice)
+    sent = "the %22final%22 draft%0A.txt"  # as Chromium writes 'the "final" draft\n.txt'
+    alice_client.post(
+        reverse("workflows:upload", args=[workflow.pk]),
+        {"files": [SimpleUploadedFile(sent, b"text", "text/plain")]},
+    )
+    assert workflow.documents.get().name == 'the "final" draft.txt'
+
+
 def test_oversized_upload_is_refused_and_nothing_is_stored(alice_client, alice, settings):
     """A file over the limit is refused with its name and the limit; nothing is kept."""
     settings.POWERON_MAX_UPLOAD_BYTES = 10

@@ -180,6 +180,8 @@ def document_upload(
     """Store a user's file for their next message (it joins the round that message opens)."""
     if mime_type == "application/octet-stream":  # browsers' "don't know": the name says more
         mime_type = ""
+    # Browsers send a name's double quotes as %22 (and line breaks as %0A, %0D: dropped).
+    name = name.replace("%22", '"').replace("%0A", "").replace("%0D", "")
     return document_create(
         workflow=workflow,
         name=name,

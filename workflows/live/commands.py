@@ -38,6 +38,13 @@ class Send(Command):
     """Edit and resend: the earlier round this message runs again (with that round's uploads
     and only the history before it); that round stays as it was."""
 
+    @field_validator("text")
+    @classmethod
+    def _said_something(cls, text: str) -> str:
+        if not text.strip():
+            raise ValueError("the message is empty; write what the agent should do")
+        return text
+
 
 class Regenerate(Command):
     """Run a round's message again, as it was, for a new answer (a new round)."""
@@ -137,7 +144,8 @@ def coerce_form_values(content: dict[str, Any]) -> dict[str, Any]:
 def describe(error: ValidationError) -> str:
     """One readable line per problem."""
     problems = [
-        f"{'.'.join(str(p) for p in item['loc']) or 'message'}: {item['msg']}"
+        f"{'.'.join(str(p) for p in item['loc']) or 'message'}: "
+        + item["msg"].removeprefix("Value error, ")
         for item in error.errors()
     ]
     return "Command not understood — " + "; ".join(problems)
