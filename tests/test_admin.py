@@ -45,6 +45,26 @@ def test_workflow_page_has_inlines(admin_client, alice):
     assert page.index(">round<") < page.index(">plan<") < page.index(">act<")
 
 
+def test_events_are_read_not_edited_and_a_workflow_still_deletes(admin_client, alice):
+    """An event's page shows it without a form to save; none can be added; deleting the
+    workflow from the admin still takes its events with it."""
+    workflow = workflow_with_history(alice)
+    event = workflow.events.first()
+    page = admin_client.get(reverse("admin:workflows_workflowevent_change", args=[event.pk]))
+    assert page.status_code == 200 and 'name="_save"' not in page.content.decode()
+    posted = admin_client.post(
+        reverse("admin:workflows_workflowevent_change", args=[event.pk]),
+        {"workflow": workflow.pk, "seq": event.seq, "type": "plan", "payload": "{}"},
+    )
+    assert posted.status_code == 403
+    event.refresh_from_db()
+    assert event.type != "plan" or event.payload != {}
+    assert admin_client.get(reverse("admin:workflows_workflowevent_add")).status_code == 403
+    delete = reverse("admin:workflows_chatworkflow_delete", args=[workflow.pk])
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 302
+    assert not type(event).objects.filter(pk=event.pk).exists()
+
+
 def test_admin_downloads_any_document(admin_client, alice):
     """Staff download a document from the admin."""
     document = workflow_with_history(alice).documents.get()

@@ -187,12 +187,21 @@ class ChatDocumentAdmin(SecretSafeAdmin):
 
 @admin.register(WorkflowEvent)
 class WorkflowEventAdmin(EventColumns, SecretSafeAdmin):
+    """The record of every run, to read: an event edited or added by hand would no longer
+    be what happened (and one that fails its type would stop the workflow's page)."""
+
     list_display = ("workflow", *EVENT_COLUMNS, "created")
     list_filter = ("type",)
     search_fields = ("workflow__title",)
     list_select_related = ("workflow",)
     raw_id_fields = ("workflow",)
     ordering = ("workflow", "seq")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(StepRecord)
