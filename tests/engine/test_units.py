@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from workflows.engine.answer import first_sentence
 from workflows.engine.contracts import ActionResult, ProducedDocument, result_label
 from workflows.engine.defaults import DefaultsContext, apply_defaults
 from workflows.engine.events import ENGINE_EVENTS, BaseEvent, Event, MessageEvent, event_adapter
@@ -480,3 +481,10 @@ def test_a_reasoning_plan_is_bounded_in_size_and_depth() -> None:
     Thought(current_thinking="ok", planning=[nested(PLAN_DEPTH)], next_thought_needed=True)
     with pytest.raises(ValidationError, match="levels deep"):
         Thought(current_thinking="ok", planning=[nested(PLAN_DEPTH + 1)], next_thought_needed=True)
+
+
+def test_an_answers_summary_drops_markdown_but_keeps_names():
+    """Emphasis, code ticks, heading and quote marks go; the underscores of a name stay."""
+    text = "> The **tool** `calc.echo_env` read _nothing_ from MY_KEY. Then it stopped."
+    assert first_sentence(text) == "The tool calc.echo_env read nothing from MY_KEY."
+    assert first_sentence("## __Done__\n\nAll good.") == "Done All good."

@@ -253,8 +253,12 @@ def unavailable_answer(ctx: RoundContext) -> MessageEvent:
     )
 
 
+_MARKUP = re.compile(r"(?m)^\s*[#>]+|[*`]+|(?<!\w)_+|_+(?!\w)")
+"""Markdown's heading and quote marks, emphasis and code ticks (not a name's underscores)."""
+
+
 def first_sentence(text: str, limit: int = 240) -> str:
     """The answer's first sentence, as its summary."""
-    plain = " ".join(re.sub(r"[#*_`>]", "", text).split())
+    plain = " ".join(_MARKUP.sub("", text).split())
     sentence = re.split(r"(?<=[.!?])\s", plain, maxsplit=1)[0]
     return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"
