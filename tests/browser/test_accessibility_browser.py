@@ -171,6 +171,33 @@ def test_the_tools_panel_fits_the_window(page, app_url):
     page.screenshot(path=ARTIFACTS / "tools-panel.png")
 
 
+@pytest.mark.parametrize("width", [1280, 390])
+def test_attached_files_fit_the_composer_and_keep_their_parts_apart(page, app_url, tmp_path, width):
+    """Each attachment is one chip inside the chat column: its box, name and size side by
+    side (none drawn over another), a very long name cut short with the whole in its title."""
+    page.set_viewport_size({"width": width, "height": 844})
+    sign_in_to_new_workflow(page, app_url)
+    long_name = "quarterly-" + "x" * 200 + ".txt"
+    files = []
+    for name in ("notes.txt", "plan.md", long_name):
+        (tmp_path / name).write_text("Some text.")
+        files.append(str(tmp_path / name))
+    page.set_input_files("#file-picker", files)
+    page.wait_for_selector(".upload-chip >> nth=2")
+    composer = page.locator("#composer").bounding_box()
+    for chip in page.query_selector_all(".upload-chip"):
+        box = chip.bounding_box()
+        assert composer["x"] <= box["x"] and box["x"] + box["width"] <= composer["x"] + (
+            composer["width"] + 1
+        ), (box, composer)
+        parts = [chip.query_selector(s).bounding_box() for s in ("input", ".chip-name", "small")]
+        for left, right in zip(parts, parts[1:], strict=False):
+            assert left["x"] + left["width"] <= right["x"] + 0.5, parts  # side by side
+    assert page.get_attribute(".upload-chip >> nth=2 >> .chip-name", "title") == long_name
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.screenshot(path=ARTIFACTS / f"attachments-{width}.png")
+
+
 def test_on_a_phone_the_chat_comes_first_and_the_list_opens_on_demand(page, app_url):
     """At 390 × 844 a workflow's chat takes the screen; the top bar's Workflows button (with
     aria-expanded, by mouse or keyboard) opens and closes the list, and a workflow picked
