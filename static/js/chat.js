@@ -177,7 +177,9 @@
     if (!phase) return;
     if (activity.dataset.phase !== phase) {
       activity.dataset.phase = phase;
-      phaseSince = Date.now();
+      // Since the event was stored (a reload replays it), never later than now.
+      const at = Number(meta.dataset.at || 0) * 1000;
+      phaseSince = at ? Math.min(Date.now(), at) : Date.now();
     }
     activity.hidden = false;
     tick();
@@ -311,6 +313,10 @@
         evt.detail.shouldSwap = true;
         evt.detail.isError = false;
       }
+    });
+    // Sent (or refused): the picker empties, so choosing the same file again uploads it again.
+    uploadForm.addEventListener("htmx:afterRequest", function () {
+      document.getElementById("file-picker").value = "";
     });
     // Files past the limit are not sent at all: the server would answer 413 before reading
     // them, but a browser still sending may report a reset connection instead.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workflows.contract import FeedbackEvent, NoticeEvent, RunEvent
+from workflows.contract import FeedbackEvent, NoticeEvent, RunEvent, TitleEvent
 from workflows.engine.contracts import DocumentRef
 from workflows.engine.events import (
     ActEvent,
@@ -70,4 +70,5 @@ def samples(document: DocumentRef) -> dict[str, BaseEvent]:
         "run": RunEvent(round=1, status="completed", reason="done"),
         "notice": NoticeEvent(round=0, level="info", text="hello"),
         "feedback": FeedbackEvent(round=1, messageId=1, rating=-1, comment="Too short"),
+        "title": TitleEvent(round=0, title="Quarterly <b>figures</b>"),
     }

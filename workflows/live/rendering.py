@@ -99,6 +99,7 @@ def render_event(envelope: Envelope) -> str:
     context = {
         "e": event,
         "seq": envelope.seq,
+        "at": envelope.at,
         "final": envelope.final,
         "workflow_id": envelope.workflow,
         "r": event.round,
