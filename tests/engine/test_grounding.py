@@ -6,6 +6,7 @@ from __future__ import annotations
 from tests.engine.conftest import collect, make_state, of, params, review, select, stop, taskplan
 from workflows.engine.closing import OpenWork
 from workflows.engine.contracts import ActionResult, ProducedDocument
+from workflows.engine.controls import AutoControls
 from workflows.engine.events import (
     AskEvent,
     DeltaEvent,
@@ -16,6 +17,7 @@ from workflows.engine.events import (
     TaskEvent,
 )
 from workflows.engine.schemas import ActionSelection
+from workflows.engine.state import Policy
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
 
 CANARY = "The report 'Canary Report' is attached as canary_report.pdf."
@@ -36,6 +38,22 @@ async def test_a_review_cannot_turn_a_failed_step_into_a_success() -> None:
     assert verdict.reason.startswith("Not done: no action succeeded")
     assert of(events, "task")[-1].status == "failed"
     assert events[-1].type == "round" and events[-1].status == "failed"
+
+
+async def test_a_failed_task_is_explained_by_what_happened_not_by_the_models_words() -> None:
+    """The user rejects the only action; refine still says "Done." with the criteria met.
+    No status claims the criteria met, and the answer and the round name the rejection,
+    not the model's "Done."."""
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), stop(), review("success")])
+    state = make_state(policy=Policy(approval=["web.*"]))
+    events = await collect(state, llm, controls=AutoControls(approve=False))
+    statuses = of(events, "status")
+    assert [s.code for s in statuses] == ["no_improvement"]
+    assert statuses[0].reason == "Refine judged the criteria met, but no action succeeded."
+    rejected = "web.search was rejected by the user."
+    answer = [e for e in of(events, "message") if e.role == "assistant"][-1]
+    assert f"- Task 1 (t): {rejected}" in answer.content and "Done." not in answer.content
+    assert events[-1].reason == f"The task did not succeed: Task 1: {rejected}"
 
 
 async def test_a_stage_two_failure_fails_the_task_whatever_the_review_says() -> None:

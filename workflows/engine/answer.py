@@ -85,7 +85,7 @@ def failures_line(ctx: RoundContext) -> str:
         return ""
     parts = [
         f"task {t.number} ({t.item.objective[:80]}) {t.status}"
-        + (f" — {t.stop_reason}" if t.stop_reason else "")
+        + (f" — {why}" if (why := t.failure or t.stop_reason) else "")
         for t in failed
     ]
     return "**Not everything worked:** " + "; ".join(parts) + "\n\n"
@@ -225,7 +225,8 @@ def user_message(ctx: RoundContext) -> Message:
 def failed_answer(ctx: RoundContext, documents: list[DocumentRef]) -> str:
     """The answer when no step succeeded: what was tried and why it failed, from the facts."""
     tasks = [
-        f"- Task {task.number} ({task.item.objective}): {task.stop_reason or task.status}"
+        f"- Task {task.number} ({task.item.objective}): "
+        + (task.failure or task.stop_reason or task.status)
         for task in ctx.tasks
     ]
     if documents:

@@ -51,6 +51,10 @@ class Rejected(ValueError):
         self.kind = kind
 
 
+MODEL_STOP_CODES = frozenset({"criteria_met", "no_improvement"})
+"""Stops that refine decided, with the model's reason; every other stop is the host's."""
+
+
 @dataclass
 class StepRecord:
     """One action of a task, as later prompts see it."""
@@ -93,6 +97,8 @@ class TaskState:
     answer: str = ""
     """The answer to the user that refine (stopping with the criteria met) or the review
     (judging success) wrote in a round of one task; used only when the task ends in success."""
+    failure: str = ""
+    """Why the task did not succeed, in the host's words (see `failure_reason`)."""
 
     def next_action(self) -> int:
         """The next action number; numbering goes on across retries so labels never clash."""
@@ -110,6 +116,18 @@ class TaskState:
         if not last.observation.success:
             return f"its last action ({last.name}) failed"
         return ""
+
+    def failure_reason(self, judged: str) -> str:
+        """Why the task failed, from what happened: its last action's error when that
+        failed, the host's own reason for stopping (a limit, a budget, a failed step), and
+        only otherwise `judged`, the grounded review's."""
+        last = self.steps[-1] if self.steps else None
+        if last and not last.observation.success and last.observation.error:
+            error = last.observation.error
+            return error if error.startswith(last.name) else f"{last.name}: {error}"
+        if self.stop_code not in MODEL_STOP_CODES and self.stop_reason:
+            return self.stop_reason
+        return judged or self.stop_reason
 
     def criteria(self) -> str:
         """The success criteria as one line."""

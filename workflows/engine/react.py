@@ -171,10 +171,13 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
         code = "criteria_met" if verdict.criteriaMet else "no_improvement"
         if decision.value is None:
             code = "step_failed"
+        reason = verdict.reason
+        if code == "criteria_met" and (unsupported := task.facts()):  # a claim, checked
+            code, reason = "no_improvement", f"Refine judged the criteria met, but {unsupported}."
         if code == "criteria_met":  # the round's answer, when refine wrote it (still checked)
             task.answer = (getattr(verdict, "answer", None) or "").strip()
-        task.stop_code, task.stop_reason = code, verdict.reason
-        reason = verdict.reason or code.replace("_", " ")
+        task.stop_code, task.stop_reason = code, reason
+        reason = reason or code.replace("_", " ")
         yield ctx.status(code, reason, task=task.number, action=step.action)
         stop.value = True
         return

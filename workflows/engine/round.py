@@ -129,7 +129,7 @@ def round_outcome(ctx: RoundContext) -> tuple[str, str]:
     if len(ctx.tasks) == 1:
         head = "The task did not succeed"
     return "failed", f"{head}: " + "; ".join(
-        f"Task {t.number}: {t.stop_reason or t.status}" for t in failed
+        f"Task {t.number}: {t.failure or t.stop_reason or t.status}" for t in failed
     )
 
 
@@ -238,6 +238,7 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
         async for event in loop(ctx, task):
             yield event
         if task.stop_code in BUDGET_CODES:
+            task.failure = task.stop_reason
             yield ctx.task_event(task, "failed", task.stop_reason)
             return
         if task.stop_code == "criteria_met" and not task.facts():
@@ -267,6 +268,8 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
         reason = verdict.reason or task.stop_reason
         if verdict.status == "retry":
             reason = f"Retries used up: {reason}"
+        if status == "failed":
+            task.failure = task.failure_reason(reason)
         yield ctx.task_event(task, status, reason)
         return
 
