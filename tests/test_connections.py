@@ -1,5 +1,7 @@
 """Users manage their own connections; secrets are write-only and private to their owner."""
 
+import json
+
 import pytest
 from django.urls import reverse
 
@@ -88,7 +90,21 @@ def test_a_user_adds_their_own_mcp_server_with_an_optional_token(alice_client, a
             "url",
             "this machine",
         ),
-        ({"label": "web", "kind": "mcp", "url": "https://mcp.example.org/mcp"}, "label", "not web"),
+        (
+            {"label": "web", "kind": "mcp", "url": "https://mcp.example.org/mcp"},
+            "label",
+            "'web' is the method of built-in actions",
+        ),
+        (
+            {"label": "w" * 40, "kind": "mcp", "url": "https://mcp.example.org/mcp"},
+            "label",
+            "1-31 lowercase letters",
+        ),
+        (
+            {"label": "files", "kind": "mcp", "url": "ftp://mcp.example.org/mcp"},
+            "url",
+            "An MCP server's URL starts with https://",
+        ),
         (
             {"label": "wiki", "kind": "tavily", "url": "https://mcp.example.org/", "secret": "x"},
             "url",
@@ -107,3 +123,38 @@ def test_a_connection_that_cannot_work_is_refused_with_the_reason(
     errors = response.context["connection_form"].errors[field]
     assert any(message in error for error in errors), errors
     assert not Connection.objects.filter(owner=alice).exists()
+
+
+@pytest.mark.parametrize("url", ["http://0x7f000001/mcp", "http://2130706433/mcp"])
+def test_a_url_that_is_not_one_is_said_once_on_its_field(alice_client, alice, url):
+    """A URL Django cannot read gets its one error, not also "needs its URL"; the label,
+    which is fine, gets none."""
+    fields = {"label": "wiki", "kind": "mcp", "url": url}
+    form = alice_client.post(reverse("workflows:connections"), fields).context["connection_form"]
+    assert form.errors == {"url": ["Enter a valid URL."]}
+
+
+def test_a_label_that_would_hide_or_be_hidden_by_another_server_is_refused(
+    alice_client, alice, settings
+):
+    """A label naming a server of the site (its tools would win), or naming the same tools
+    as another of the user's servers (my-wiki and my_wiki), is refused with the reason."""
+    settings.POWERON_MCP_SERVERS = json.dumps({"calc": {"url": "https://mcp.example.org/calc"}})
+    page = reverse("workflows:connections")
+    url = "https://mcp.example.org/mcp"
+    form = alice_client.post(page, {"label": "calc", "kind": "mcp", "url": url}).context[
+        "connection_form"
+    ]
+    assert "calc is the name of an MCP server this site provides" in form.errors["label"][0]
+    assert (
+        alice_client.post(page, {"label": "my-wiki", "kind": "mcp", "url": url}).status_code == 302
+    )
+    form = alice_client.post(page, {"label": "my_wiki", "kind": "mcp", "url": url}).context[
+        "connection_form"
+    ]
+    assert form.errors["label"] == [
+        "Your server my-wiki already names its tools my_wiki.<tool>; choose another label."
+    ]
+    assert list(Connection.objects.filter(owner=alice).values_list("label", flat=True)) == [
+        "my-wiki"
+    ]

@@ -157,6 +157,9 @@ async def test_a_users_own_server_is_theirs_alone_and_failures_show_in_the_tools
         await database_sync_to_async(services.connection_create)(
             owner=alice, label="my-wiki", kind="mcp", secret="alice-token-123", url=url
         )
+        await database_sync_to_async(services.connection_create)(  # nothing listens there
+            owner=alice, label="old-wiki", kind="mcp", secret="", url="http://127.0.0.1:9/mcp"
+        )
         workflow = await database_sync_to_async(services.workflow_create)(owner=alice)
         mine = await setup.build(workflow)
         theirs = await setup.build(
@@ -179,6 +182,13 @@ async def test_a_users_own_server_is_theirs_alone_and_failures_show_in_the_tools
     assert rows["calc.add"]["available"] and rows["my_wiki.add"]["available"]
     assert not rows["broken.*"]["available"]
     assert "No such file" in rows["broken.*"]["reason"]
+    # The site's server is the operator's to fix; Alice's own is hers, under Connections.
+    assert (rows["broken.*"]["variables"], rows["broken.*"]["own"]) == (
+        ["POWERON_MCP_SERVERS"],
+        False,
+    )
+    assert not rows["old_wiki.*"]["available"]
+    assert (rows["old_wiki.*"]["variables"], rows["old_wiki.*"]["own"]) == ([], True)
     bobs = {
         row["name"] for row in await database_sync_to_async(tools_panel.tool_overview)(owner=bob)
     }

@@ -1,5 +1,7 @@
 """Forms of the chat."""
 
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from django import forms
@@ -66,30 +68,59 @@ class ConnectionForm(forms.ModelForm):
 
     def clean(self) -> dict:
         data = super().clean()
-        kind, url, secret = data.get("kind"), data.get("url", ""), data.get("secret", "")
+        kind, url = data.get("kind"), data.get("url", "")
         if kind == "mcp":
-            self._check_mcp(data.get("label", ""), url, secret)
+            self._check_mcp(data.get("label", ""), url)
         else:
             if url:
                 self.add_error("url", "Only an MCP server has a URL.")
-            if not secret:
+            if not data.get("secret", ""):
                 self.add_error("secret", "This kind of connection needs its secret.")
         return data
 
-    def _check_mcp(self, label: str, url: str, secret: str) -> None:
+    def _check_mcp(self, label: str, url: str) -> None:
+        from workflows.execution.setup import site_mcp_servers
         from workflows.tools import mcp_servers
         from workflows.tools.addresses import literal_reason
 
+        if label:
+            self._check_server_name(label, mcp_servers.server_name(label), site_mcp_servers())
+        if "url" in self.errors:  # not a URL at all: said once, on the field
+            return
         if not url:
             self.add_error("url", "An MCP server needs its URL.")
             return
-        if label and mcp_servers.user_server(label=label, url=url, secret=secret, owner=0) is None:
-            self.add_error(
-                "label",
-                "An MCP server's label names its tools: lowercase letters, digits, - or _, "
-                "starting with a letter, and not web, document or ai.",
-            )
-        host = (urlsplit(url).hostname or "").lower()
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            self.add_error("url", "An MCP server's URL starts with https:// (or http://).")
+            return
+        host = (parts.hostname or "").lower()
         reason = literal_reason(host)
         if reason and host not in settings.POWERON_FETCH_ALLOW_HOSTS:
             self.add_error("url", f"{host} is {reason}: only public servers can be added.")
+
+    def _check_server_name(self, label: str, name: str, site: Sequence[Any]) -> None:
+        """The label names the server's tools (`name.<tool>`): a valid name, and one that
+        neither a server of this site nor another of the user's servers already has."""
+        from workflows.tools.mcp_servers import name_problem, server_name
+
+        if problem := name_problem(name):
+            self.add_error("label", f"This label would name the tools {name}.<tool>: {problem}.")
+        elif name in {server.name for server in site}:
+            self.add_error(
+                "label",
+                f"{name} is the name of an MCP server this site provides; its tools would "
+                "hide yours. Choose another label.",
+            )
+        elif twin := next(
+            (
+                other.label
+                for other in Connection.objects.filter(owner=self.owner, kind="mcp")
+                if server_name(other.label) == name and other.label != label
+            ),
+            None,
+        ):
+            self.add_error(
+                "label",
+                f"Your server {twin} already names its tools {name}.<tool>; choose another label.",
+            )

@@ -47,7 +47,7 @@ def mcp_overview(server: McpServer) -> list[dict]:
         description = f"The tools of {where} ({server.transport}) are listed when a run starts."
         return [_row(f"{server.name}.*", description)]
     if listing.error:
-        return [_row(f"{server.name}.*", "", reason=listing.error)]
+        return [_row(f"{server.name}.*", "", reason=listing.error, own=server.owner is not None)]
     return [
         _row(
             f"{server.name}.{mcp_tools.catalog_name(spec.name)}",
@@ -60,11 +60,14 @@ def mcp_overview(server: McpServer) -> list[dict]:
     ]
 
 
-def _row(name: str, description: str, *, reason: str = "") -> dict:
+def _row(name: str, description: str, *, reason: str = "", own: bool = False) -> dict:
+    """A row of an MCP server: a user's own is fixed under Connections, the site's by the
+    operator's setting."""
     return {
         "name": name,
         "description": description,
         "available": not reason,
         "reason": reason,
-        "variables": ["POWERON_MCP_SERVERS"] if reason else [],
+        "variables": ["POWERON_MCP_SERVERS"] if reason and not own else [],
+        "own": own,
     }

@@ -48,13 +48,8 @@ class McpServer(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, name: str) -> str:
-        if not _NAME.match(name):
-            raise ValueError(
-                "a server's name is 1-31 lowercase letters, digits or underscores, starting "
-                "with a letter (it names its tools: <name>.<tool>)"
-            )
-        if name in RESERVED_METHODS:
-            raise ValueError(f"{name!r} is the method of built-in actions; choose another name")
+        if problem := name_problem(name):
+            raise ValueError(problem)
         return name
 
     @field_validator("command", mode="before")
@@ -145,12 +140,29 @@ def redact_bytes(server: McpServer, data: bytes) -> bytes:
     return data
 
 
+def name_problem(name: str) -> str:
+    """What keeps `name` from naming a server's tools ("" when nothing does)."""
+    if not _NAME.match(name):
+        return (
+            "a server's name is 1-31 lowercase letters, digits or underscores, starting "
+            "with a letter (it names its tools: <name>.<tool>)"
+        )
+    if name in RESERVED_METHODS:
+        return f"{name!r} is the method of built-in actions; choose another name"
+    return ""
+
+
+def server_name(label: str) -> str:
+    """The server name a user's connection label gives its tools (my-wiki → my_wiki)."""
+    return label.replace("-", "_").lower()
+
+
 def user_server(*, label: str, url: str, secret: str, owner: int) -> McpServer | None:
     """A user's own server from one of their connections (kind mcp), or None when its label
     cannot name a server."""
     try:
         return McpServer(
-            name=label.replace("-", "_").lower(),
+            name=server_name(label),
             url=url,
             headers={"Authorization": f"Bearer {secret}"} if secret else {},
             owner=owner,
