@@ -3,6 +3,7 @@ one over streamable HTTP on loopback (tests/support/mcp_server.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -184,6 +185,41 @@ async def test_a_listing_is_reused_while_fresh():
         again, unavailable = await hub.catalog()
     assert [t.name for t in again] == [t.name for t in first] and unavailable == {}
     assert mcp.last_listing(server).error == ""
+
+
+async def test_a_server_that_hangs_holds_up_only_the_first_run(monkeypatch):
+    """The first listing waits for a server that accepts and never answers, to its limit.
+    Once its listing failed, a run no longer waits for it: the server is asked again beside
+    the run, which goes on without it, and the end of the run does not wait for it either."""
+    monkeypatch.setattr(mcp, "CONNECT_SECONDS", 0.5)
+
+    accepted = []
+
+    async def silent(reader, writer):
+        accepted.append(writer)
+        await asyncio.sleep(3600)
+
+    listener = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    server = McpServer(name="stuck", url=f"http://127.0.0.1:{port}/mcp")
+    try:
+        async with McpHub([server], allow_hosts=["127.0.0.1"]) as hub:
+            tools, unavailable = await hub.catalog()
+        assert tools == [] and "within 0.5 s" in unavailable["stuck.*"]
+        mcp.last_listing(server).at -= mcp.LISTING_SECONDS  # the failure is no longer fresh
+        hub = McpHub([server], allow_hosts=["127.0.0.1"])
+        tools, unavailable = await hub.catalog()
+        assert tools == [] and "within 0.5 s" in unavailable["stuck.*"]  # last time's reason
+        (refresh,) = hub._refreshes
+        assert not refresh.done()  # the server is being asked again while the run goes on
+        _, again = await hub.catalog()  # one question at a time, however often it is asked
+        assert len(hub._refreshes) == 1
+        await asyncio.wait_for(hub.aclose(), 5)
+        assert refresh.cancelled()
+    finally:
+        listener.close()
+        for writer in accepted:
+            writer.close()
 
 
 async def test_a_users_server_on_a_private_address_is_refused_before_any_connection():

@@ -59,6 +59,8 @@ class Listing:
 
 _LISTINGS: dict[str, Listing] = {}
 """Per process: the latest listing of each server, reused for LISTING_SECONDS."""
+_REFRESHING: set[str] = set()
+"""Servers whose failed listing is being asked again, beside a run."""
 
 
 def last_listing(server: McpServer) -> Listing | None:
@@ -69,6 +71,7 @@ def last_listing(server: McpServer) -> Listing | None:
 def forget_listings() -> None:
     """Drop every cached listing (tests, or after the configuration changed)."""
     _LISTINGS.clear()
+    _REFRESHING.clear()
 
 
 class McpHub:
@@ -87,7 +90,9 @@ class McpHub:
         self.allow_hosts = frozenset(allow_hosts)
         self.resolve = resolve
         self._clients: dict[str, asyncio.Future[Any]] = {}
-        self._holders: list[asyncio.Task[None]] = []
+        self._holders: dict[asyncio.Task[None], asyncio.Future[Any]] = {}
+        """Each connection's task, with the future of its client."""
+        self._refreshes: list[asyncio.Task[Listing]] = []
         self._closing = asyncio.Event()
 
     async def __aenter__(self) -> McpHub:
@@ -117,10 +122,24 @@ class McpHub:
         return tools, unavailable
 
     async def listing(self, server: McpServer) -> Listing:
-        """The server's tools: the cached listing while it is fresh, else asked anew."""
+        """The server's tools: the cached listing while it is fresh, else asked anew. A
+        server that failed last time is asked again beside the run, not before it: one that
+        hangs would hold up the start of every run for CONNECT_SECONDS, and this run goes on
+        without it (the next one has its tools if it answered)."""
         cached = _LISTINGS.get(server.key)
         if cached is not None and time.monotonic() - cached.at < LISTING_SECONDS:
             return cached
+        if cached is not None and cached.error:
+            if server.key not in _REFRESHING:
+                _REFRESHING.add(server.key)
+                refresh = asyncio.create_task(self._list(server), name=f"mcp-list-{server.name}")
+                refresh.add_done_callback(lambda _: _REFRESHING.discard(server.key))
+                self._refreshes.append(refresh)  # cancelled when the run ends
+            return cached
+        return await self._list(server)
+
+    async def _list(self, server: McpServer) -> Listing:
+        """Ask the server for its tools, and remember the answer (or why there is none)."""
         try:
             client = await self.client(server)
             async with asyncio.timeout(CONNECT_SECONDS):
@@ -152,7 +171,7 @@ class McpHub:
                 pinned = await check_address(server, self.allow_hosts, self.resolve)
             pending = asyncio.get_running_loop().create_future()
             self._clients[server.name] = pending
-            self._holders.append(asyncio.create_task(self._hold(server, pending, pinned)))
+            self._holders[asyncio.create_task(self._hold(server, pending, pinned))] = pending
         try:
             async with asyncio.timeout(CONNECT_SECONDS):
                 return await asyncio.shield(pending)
@@ -174,6 +193,8 @@ class McpHub:
                 ready.set_result(client)
                 await self._closing.wait()
         except BaseException as error:  # noqa: BLE001 - a failed start is reported to callers
+            if isinstance(error, asyncio.CancelledError) and not ready.done():
+                ready.cancel()  # the run ended while it connected: nobody waits for it
             if not ready.done():
                 reason = describe_failure(server, error)
                 if refusals:
@@ -203,11 +224,17 @@ class McpHub:
     async def aclose(self) -> None:
         """Close every connection of the run (stdio servers are stopped)."""
         self._closing.set()
+        for refresh in self._refreshes:
+            refresh.cancel()
+        for holder, ready in self._holders.items():
+            if not ready.done():  # still connecting (a server that hangs): nothing to close
+                holder.cancel()
         if self._holders:
             await asyncio.wait(self._holders, timeout=10)
         for holder in self._holders:
             holder.cancel()
         self._holders.clear()
+        self._refreshes.clear()
         self._clients.clear()
 
 
