@@ -7,7 +7,6 @@ import pytest
 
 from tests.engine.conftest import (
     collect,
-    cont,
     make_state,
     of,
     one_search_round,
@@ -61,8 +60,9 @@ async def test_without_prices_costs_are_unknown_not_zero() -> None:
 
 async def test_the_daily_cost_budget_stops_the_loop_with_its_reason() -> None:
     """With the day's money nearly spent by earlier rounds, the loop stops after the step that
-    spends the rest, with the code cost_budget and a reason that says what to do."""
-    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), cont()])
+    spends the rest (no refine call after it), with the code cost_budget and a reason that
+    says what to do."""
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q")])
     budgets = Budgets(tokens=None, day_cost=1.0, day_cost_used=0.998)
     events = await collect(make_state(prices=PRICES, budgets=budgets), llm)
     llm.assert_complete()

@@ -77,7 +77,7 @@ async def test_granted_steps_continue_the_same_task() -> None:
 async def test_stop_when_the_token_budget_is_spent() -> None:
     """Once the round's tokens are used up no more model calls are made; the reason says a
     new message starts afresh."""
-    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), cont()])
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q")])  # no refine after it
     state = make_state(budgets=Budgets(tokens=1500))
     events = await collect(state, llm)
     llm.assert_complete()
@@ -317,10 +317,32 @@ async def test_a_question_or_an_approval_nobody_answers_is_said_as_such() -> Non
     assert reasons and "not answered in time" in reasons[0]
 
 
+async def test_a_wait_that_spends_the_time_budget_ends_the_loop_without_more_calls() -> None:
+    """Nobody approves before the round's time is up: the step ends there, and neither
+    refine nor a review is asked (the script has no reply for them)."""
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    class Late(AutoControls):
+        async def approve(self, *, action, parameters, task, step, timeout):
+            now[0] += 100.0
+            return None
+
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="a")])
+    state = make_state(policy=Policy(approval=["web.*"]), budgets=Budgets(seconds=50))
+    events = await collect(state, llm, controls=Late(), clock=clock)
+    llm.assert_complete()
+    assert codes(events) == ["time_budget"]
+    assert of(events, "task")[-1].status == "failed"
+
+
 async def test_the_daily_budget_counts_earlier_rounds_of_the_day() -> None:
     """With the workflow's day nearly spent by earlier rounds, this round stops early and
     says when the budget frees up."""
-    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), cont()])
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q")])
     state = make_state(budgets=Budgets(tokens=None, day_tokens=5000, day_tokens_used=4000))
     events = await collect(state, llm)
     llm.assert_complete()

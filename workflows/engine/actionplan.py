@@ -103,6 +103,10 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
             )
             yield ctx.status("step_failed", task.stop_reason, task=task.number, action=step.action)
             return
+    if exhausted := ctx.budget.exhausted():  # spent by the last action: no review call
+        task.stop_code, task.stop_reason = exhausted
+        yield ctx.status(*exhausted, task=task.number)
+        return
     task.stop_code, task.stop_reason = "plan_complete", "Every planned action ran."
     yield ctx.status("plan_complete", task.stop_reason, task=task.number)
 

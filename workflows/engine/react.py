@@ -139,6 +139,12 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
     )
     async for event in execute_action(ctx, step, call, Out[Observation]()):
         yield event
+    if exhausted := ctx.budget.exhausted():  # spent by the action (or the wait for approval)
+        yield ctx.end_step(step)
+        task.stop_code, task.stop_reason = exhausted
+        yield ctx.status(*exhausted, task=task.number, action=step.action)
+        stop.value = True
+        return
 
     decision: Out[RefinementDecision] = Out()
     async for event in refine(ctx, step, decision):
