@@ -153,6 +153,10 @@ async def test_a_users_own_server_is_theirs_alone_and_failures_show_in_the_tools
     every server's tools or why it is missing."""
     site_servers(settings)
     settings.POWERON_FETCH_ALLOW_HOSTS = ["127.0.0.1"]
+    # Before any run has listed them, a server is neither said available nor failed.
+    before = await database_sync_to_async(tools_panel.tool_overview)(owner=alice)
+    rows = {row["name"]: row for row in before}
+    assert rows["calc.*"]["available"] is None and rows["broken.*"]["available"] is None
     with http_server(token="alice-token-123") as url:
         await database_sync_to_async(services.connection_create)(
             owner=alice, label="my-wiki", kind="mcp", secret="alice-token-123", url=url

@@ -43,9 +43,9 @@ def mcp_overview(server: McpServer) -> list[dict]:
     where = "your MCP server" if server.owner else f"MCP server {server.name}"
     asks = " Each call waits for your approval." if server.approval is True else ""
     listing = mcp.last_listing(server)
-    if listing is None:
+    if listing is None:  # not asked yet in this process: neither available nor failed
         description = f"The tools of {where} ({server.transport}) are listed when a run starts."
-        return [_row(f"{server.name}.*", description)]
+        return [{**_row(f"{server.name}.*", description), "available": None}]
     if listing.error:
         return [_row(f"{server.name}.*", "", reason=listing.error, own=server.owner is not None)]
     return [
