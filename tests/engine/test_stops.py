@@ -396,3 +396,26 @@ async def test_stopping_a_round_while_refine_streams_its_answer_cancels_the_call
     await asyncio.wait_for(cancelled.wait(), 5)
     with pytest.raises(asyncio.CancelledError):
         await round_task
+
+
+class DownServerTools(FakeToolExecutor):
+    """The fake catalog, with an MCP server that failed to list its tools."""
+
+    def unavailable(self) -> dict[str, str]:
+        return {"my_wiki.*": "MCP server my_wiki (203.0.113.9) failed: connection refused"}
+
+
+@pytest.mark.parametrize("schemas", ["narrow", "stable"])
+async def test_choosing_a_tool_of_a_server_that_failed_says_why(schemas) -> None:
+    """A model that names a tool of a server that is down hears, and the page shows, that
+    the server failed and why."""
+    llm = ScriptedLLM(
+        [taskplan("t"), select("my_wiki.city_facts"), select("my_wiki.city_facts"),
+         review("failed")]
+    )  # fmt: skip
+    events = await collect(make_state(schemas=schemas), llm, tools=DownServerTools())
+    llm.assert_complete()
+    errors = [e.message for e in of(events, "error")]
+    assert len(errors) == 2
+    for message in errors:
+        assert "my_wiki's tools cannot be used now: MCP server my_wiki" in message, message

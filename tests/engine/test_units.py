@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 import pytest
-from pydantic import ValidationError
+from pydantic import ValidationError, create_model
 
 from workflows.engine.answer import first_sentence
-from workflows.engine.contracts import ActionResult, ProducedDocument, result_label
+from workflows.engine.contracts import ActionResult, ProducedDocument, describe_error, result_label
 from workflows.engine.defaults import DefaultsContext, apply_defaults
 from workflows.engine.events import ENGINE_EVENTS, BaseEvent, Event, MessageEvent, event_adapter
 from workflows.engine.guards import (
@@ -488,3 +490,21 @@ def test_an_answers_summary_drops_markdown_but_keeps_names():
     text = "> The **tool** `calc.echo_env` read _nothing_ from MY_KEY. Then it stopped."
     assert first_sentence(text) == "The tool calc.echo_env read nothing from MY_KEY."
     assert first_sentence("## __Done__\n\nAll good.") == "Done All good."
+
+
+def test_a_long_list_of_choices_is_not_repeated_in_a_validation_message():
+    """Naming an action outside a catalog of 40 is said in a line (the correction gives the
+    valid values apart); a short list of choices is still said in full."""
+    many = Literal[tuple(f"calc.tool_{n}" for n in range(40))]  # type: ignore[valid-type]
+    few = Literal["web.search", "web.scrape"]
+
+    def problem(choices: Any) -> str:
+        model = create_model("Pick", action=(choices, ...))
+        try:
+            model(action="my_wiki.city_facts")
+        except ValidationError as error:
+            return describe_error(error)
+        raise AssertionError("accepted")
+
+    assert problem(many) == "action: 'my_wiki.city_facts' is not one of the allowed values"
+    assert problem(few) == "action: Input should be 'web.search' or 'web.scrape'"

@@ -26,6 +26,19 @@ CALL_NAMES = {
 """What each kind of model call is called when people read about it."""
 
 
+def unavailable_hint(ctx: RoundContext, raw: str) -> str:
+    """Why an answer naming a tool of a server that failed could not have it: the server's
+    reason ("" when the answer names none)."""
+    report = getattr(ctx.tools, "unavailable", None)
+    found: dict[str, str] = report() if callable(report) else {}
+    hints = [
+        f"{key[:-2]}'s tools cannot be used now: {reason}"
+        for key, reason in found.items()
+        if key.endswith(".*") and f'"{key[:-1]}' in raw
+    ]
+    return "".join(f" ({hint})" for hint in hints[:2])
+
+
 def rejected_proposal(
     ctx: RoundContext, task: int, error: Rejected, what: str, then: str, *, action: int = 0
 ) -> ErrorEvent:
@@ -135,6 +148,7 @@ async def ask(
                 message, kind_of_error = str(error), error.kind
             except ValueError as error:
                 message = describe_error(error)
+        message += unavailable_hint(ctx, raw)
         verdict = "was not valid" if kind_of_error == "validation" else "was rejected"
         what = f"The model's answer for the {CALL_NAMES.get(kind, kind)} {verdict}"
         if unfinished:

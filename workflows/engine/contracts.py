@@ -100,6 +100,9 @@ def describe_error(error: Exception) -> str:
     for item in error.errors(include_url=False):
         where = ".".join(str(part) for part in item["loc"])
         problem = item["msg"].removeprefix("Value error, ")
+        if item["type"] in ("literal_error", "enum") and len(problem) > 120:
+            # A long list of choices (a catalog's actions) is given apart, once, where needed.
+            problem = f"{item['input']!r} is not one of the allowed values"
         problems.append(f"{where}: {problem}" if where else problem)
     return "; ".join(problems)
 
