@@ -158,3 +158,50 @@ def test_a_label_that_would_hide_or_be_hidden_by_another_server_is_refused(
     assert list(Connection.objects.filter(owner=alice).values_list("label", flat=True)) == [
         "my-wiki"
     ]
+
+
+def test_a_connection_is_edited_without_seeing_its_secret(alice_client, alice, bob, client):
+    """Edit changes a server's URL, and its token when a new one is given (an empty one
+    keeps it); the label and the kind stay; the secret never appears; another user's
+    connection is not found."""
+    connection = services.connection_create(
+        owner=alice, label="my-wiki", kind="mcp", secret="old-token-123",
+        url="https://mcp.example.org/mcp",
+    )  # fmt: skip
+    url = reverse("workflows:connection-edit", args=[connection.pk])
+    page = alice_client.get(url).content.decode()
+    assert "https://mcp.example.org/mcp" in page and "old-token-123" not in page
+
+    moved = {"url": "https://mcp.example.org/v2", "secret": "", "label": "renamed"}
+    assert alice_client.post(url, moved).status_code == 302
+    connection.refresh_from_db()
+    assert (connection.label, connection.url, connection.secret) == (
+        "my-wiki", "https://mcp.example.org/v2", "old-token-123",
+    )  # fmt: skip
+    assert (
+        alice_client.post(url, {"url": connection.url, "secret": "new-token-456"}).status_code
+        == 302
+    )
+    connection.refresh_from_db()
+    assert connection.secret == "new-token-456"
+
+    refused = alice_client.post(url, {"url": "http://192.0.2.10/mcp"})
+    assert refused.status_code == 400
+    assert "reserved for documentation" in refused.content.decode()
+    connection.refresh_from_db()
+    assert connection.url == "https://mcp.example.org/v2"
+
+    client.force_login(bob)
+    assert client.get(url).status_code == 404
+    assert client.post(url, {"url": "https://mcp.example.org/x"}).status_code == 404
+
+
+def test_a_providers_key_is_replaced_and_kept_when_left_empty(alice_client, alice):
+    connection = services.connection_create(owner=alice, label="search", kind="tavily", secret="k1")
+    url = reverse("workflows:connection-edit", args=[connection.pk])
+    assert alice_client.post(url, {"secret": ""}).status_code == 302
+    connection.refresh_from_db()
+    assert connection.secret == "k1"
+    assert alice_client.post(url, {"secret": "k2"}).status_code == 302
+    connection.refresh_from_db()
+    assert connection.secret == "k2"

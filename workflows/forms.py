@@ -59,10 +59,20 @@ class ConnectionForm(forms.ModelForm):
     def __init__(self, *args, owner=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.owner = owner
+        if self.editing:  # the label names the tools and the kind what the secret is for
+            self.fields["label"].disabled = True
+            self.fields["kind"].disabled = True
+            self.fields["secret"].help_text = "Leave it empty to keep the one stored."
+
+    @property
+    def editing(self) -> bool:
+        """Whether the form changes a stored connection (its URL or secret)."""
+        return self.instance.pk is not None
 
     def clean_label(self) -> str:
         label = self.cleaned_data["label"]
-        if Connection.objects.filter(owner=self.owner, label=label).exists():
+        others = Connection.objects.filter(owner=self.owner, label=label)
+        if others.exclude(pk=self.instance.pk).exists():
             raise forms.ValidationError("You already have a connection with this label.")
         return label
 
@@ -74,7 +84,7 @@ class ConnectionForm(forms.ModelForm):
         else:
             if url:
                 self.add_error("url", "Only an MCP server has a URL.")
-            if not data.get("secret", ""):
+            if not data.get("secret", "") and not (self.editing and self.instance.secret):
                 self.add_error("secret", "This kind of connection needs its secret.")
         return data
 

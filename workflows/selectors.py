@@ -102,7 +102,7 @@ def connection_kinds(*, user) -> set[str]:
 
 def connection_list(*, user) -> QuerySet[Connection]:
     """The user's connections; templates show label and kind, never the secret."""
-    return Connection.objects.filter(owner=user).only("id", "label", "kind", "created")
+    return Connection.objects.filter(owner=user).only("id", "label", "kind", "url", "created")
 
 
 def connection_get(*, user, connection_id: int) -> Connection:

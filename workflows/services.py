@@ -206,6 +206,17 @@ def connection_create(*, owner, label: str, kind: str, secret: str, url: str = "
     return connection
 
 
+def connection_update(*, connection: Connection, url: str, secret: str = "") -> Connection:
+    """Change a connection's server URL, and its secret when a new one is given (an empty
+    one keeps the stored secret)."""
+    connection.url = url
+    if secret:
+        connection.secret = secret
+    connection.full_clean()
+    connection.save(update_fields=["url", "secret"])
+    return connection
+
+
 def message_feedback(*, message: ChatMessage, rating: int, comment: str = "") -> Envelope:
     """Record a user's thumbs up (1) or down (-1) on an answer, with its event: every open
     page of the workflow, and every later reload, shows the rating chosen."""

@@ -8,6 +8,11 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("connections/", views.connection_list, name="connections"),
     path(
+        "connections/<int:connection_id>/edit/",
+        views.connection_edit,
+        name="connection-edit",
+    ),
+    path(
         "connections/<int:connection_id>/delete/",
         views.connection_delete,
         name="connection-delete",

@@ -145,6 +145,28 @@ def connection_list(request: HttpRequest) -> HttpResponse:
     return render(request, "workflows/connections.html", context, status=status)
 
 
+def connection_edit(request: HttpRequest, connection_id: int) -> HttpResponse:
+    """Change one of the user's connections: its server's URL, or its secret (a new token)."""
+    connection = selectors.connection_get(user=request.user, connection_id=connection_id)
+    form = ConnectionForm(request.POST or None, instance=connection, owner=request.user)
+    if request.method == "POST" and form.is_valid():
+        services.connection_update(  # as stored: validating wrote the form's values on it
+            connection=selectors.connection_get(user=request.user, connection_id=connection_id),
+            url=form.cleaned_data["url"],
+            secret=form.cleaned_data["secret"],
+        )
+        messages.success(request, f"Updated the connection {connection.label}.")
+        return redirect("workflows:connections")
+    context = {
+        "connection": connection,
+        "connection_form": form,
+        "workflows": selectors.workflow_list(user=request.user),
+        "form": WorkflowCreateForm(),
+    }
+    status = 400 if request.method == "POST" else 200
+    return render(request, "workflows/connection_edit.html", context, status=status)
+
+
 @require_POST
 def connection_delete(request: HttpRequest, connection_id: int) -> HttpResponse:
     """Remove one of the user's connections."""
