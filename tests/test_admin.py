@@ -100,11 +100,32 @@ def test_connection_blank_secret_keeps_the_stored_one(admin_client, alice):
     connection = services.connection_create(owner=alice, label="search", kind="tavily", secret="s1")
     url = reverse("admin:workflows_connection_change", args=[connection.pk])
     response = admin_client.post(
-        url, {"owner": alice.pk, "label": "search", "kind": "searxng", "secret": ""}
+        url, {"owner": alice.pk, "label": "search-key", "kind": "tavily", "secret": ""}
     )
     assert response.status_code == 302
     connection.refresh_from_db()
-    assert (connection.kind, connection.secret) == ("searxng", "s1")
+    assert (connection.label, connection.secret) == ("search-key", "s1")
+
+
+def test_an_mcp_connection_in_admin_has_its_url_and_the_users_checks(admin_client, alice):
+    """The admin shows and changes an MCP server's URL, offers only the kinds there are, and
+    refuses what the Connections page refuses (a documentation address, an unknown kind)."""
+    connection = services.connection_create(
+        owner=alice, label="wiki", kind="mcp", secret="", url="https://mcp.example.org/mcp"
+    )
+    url = reverse("admin:workflows_connection_change", args=[connection.pk])
+    assert "https://mcp.example.org/mcp" in admin_client.get(url).content.decode()
+    fields = {"owner": alice.pk, "label": "wiki", "kind": "mcp", "secret": ""}
+    refused = admin_client.post(url, {**fields, "url": "http://192.0.2.10/mcp"})
+    assert refused.status_code == 200 and "reserved for documentation" in refused.content.decode()
+    unknown = admin_client.post(url, {**fields, "kind": "searxng", "url": connection.url})
+    assert "Select a valid choice" in unknown.content.decode()
+    moved = admin_client.post(url, {**fields, "url": "https://mcp.example.org/v2"})
+    assert moved.status_code == 302
+    connection.refresh_from_db()
+    assert (connection.kind, connection.url) == ("mcp", "https://mcp.example.org/v2")
+    listing = admin_client.get(reverse("admin:workflows_connection_changelist"))
+    assert "https://mcp.example.org/v2" in listing.content.decode()
 
 
 def test_admin_index_says_which_tools_are_unavailable_and_why(admin_client, settings):

@@ -25,7 +25,68 @@ class WorkflowCreateForm(forms.ModelForm):
         return steps
 
 
-class ConnectionForm(forms.ModelForm):
+CONNECTION_KINDS = [("tavily", "Tavily (web search)"), ("mcp", "MCP server (streamable HTTP)")]
+"""What a connection can be."""
+
+
+class McpChecks:
+    """The checks of a user's own MCP server, for the forms that add one (the user's and the
+    admin's): its label names its tools, its URL must be a public http(s) address."""
+
+    add_error: Any
+    errors: Any
+
+    def check_mcp(self, owner: Any, label: str, url: str) -> None:
+        """An MCP server's label and URL, checked for `owner`: errors go on the fields."""
+        from workflows.execution.setup import site_mcp_servers
+        from workflows.tools import mcp_servers
+        from workflows.tools.addresses import literal_reason
+
+        if label:
+            name = mcp_servers.server_name(label)
+            self._check_server_name(owner, label, name, site_mcp_servers())
+        if "url" in self.errors:  # not a URL at all: said once, on the field
+            return
+        if not url:
+            self.add_error("url", "An MCP server needs its URL.")
+            return
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            self.add_error("url", "An MCP server's URL starts with https:// (or http://).")
+            return
+        host = (parts.hostname or "").lower()
+        reason = literal_reason(host)
+        if reason and host not in settings.POWERON_FETCH_ALLOW_HOSTS:
+            self.add_error("url", f"{host} is {reason}: only public servers can be added.")
+
+    def _check_server_name(self, owner: Any, label: str, name: str, site: Sequence[Any]) -> None:
+        """The label names the server's tools (`name.<tool>`): a valid name, and one that
+        neither a server of this site nor another of the user's servers already has."""
+        from workflows.tools.mcp_servers import name_problem, server_name
+
+        if problem := name_problem(name):
+            self.add_error("label", f"This label would name the tools {name}.<tool>: {problem}.")
+        elif name in {server.name for server in site}:
+            self.add_error(
+                "label",
+                f"{name} is the name of an MCP server this site provides; its tools would "
+                "hide yours. Choose another label.",
+            )
+        elif twin := next(
+            (
+                other.label
+                for other in Connection.objects.filter(owner=owner, kind="mcp")
+                if server_name(other.label) == name and other.label != label
+            ),
+            None,
+        ):
+            self.add_error(
+                "label",
+                f"Your server {twin} already names its tools {name}.<tool>; choose another label.",
+            )
+
+
+class ConnectionForm(McpChecks, forms.ModelForm):
     """A user's own provider credential, or their own MCP server (streamable HTTP, with an
     optional bearer token). The secret is write-only: never shown again."""
 
@@ -47,9 +108,7 @@ class ConnectionForm(forms.ModelForm):
         model = Connection
         fields = ("label", "kind", "url", "secret")
         widgets = {
-            "kind": forms.Select(
-                choices=[("tavily", "Tavily (web search)"), ("mcp", "MCP server (streamable HTTP)")]
-            ),
+            "kind": forms.Select(choices=CONNECTION_KINDS),
         }
         help_texts = {
             "label": "A short name the agent can refer to, e.g. my-tavily; an MCP server's "
@@ -80,57 +139,10 @@ class ConnectionForm(forms.ModelForm):
         data = super().clean()
         kind, url = data.get("kind"), data.get("url", "")
         if kind == "mcp":
-            self._check_mcp(data.get("label", ""), url)
+            self.check_mcp(self.owner, data.get("label", ""), url)
         else:
             if url:
                 self.add_error("url", "Only an MCP server has a URL.")
             if not data.get("secret", "") and not (self.editing and self.instance.secret):
                 self.add_error("secret", "This kind of connection needs its secret.")
         return data
-
-    def _check_mcp(self, label: str, url: str) -> None:
-        from workflows.execution.setup import site_mcp_servers
-        from workflows.tools import mcp_servers
-        from workflows.tools.addresses import literal_reason
-
-        if label:
-            self._check_server_name(label, mcp_servers.server_name(label), site_mcp_servers())
-        if "url" in self.errors:  # not a URL at all: said once, on the field
-            return
-        if not url:
-            self.add_error("url", "An MCP server needs its URL.")
-            return
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https"):
-            self.add_error("url", "An MCP server's URL starts with https:// (or http://).")
-            return
-        host = (parts.hostname or "").lower()
-        reason = literal_reason(host)
-        if reason and host not in settings.POWERON_FETCH_ALLOW_HOSTS:
-            self.add_error("url", f"{host} is {reason}: only public servers can be added.")
-
-    def _check_server_name(self, label: str, name: str, site: Sequence[Any]) -> None:
-        """The label names the server's tools (`name.<tool>`): a valid name, and one that
-        neither a server of this site nor another of the user's servers already has."""
-        from workflows.tools.mcp_servers import name_problem, server_name
-
-        if problem := name_problem(name):
-            self.add_error("label", f"This label would name the tools {name}.<tool>: {problem}.")
-        elif name in {server.name for server in site}:
-            self.add_error(
-                "label",
-                f"{name} is the name of an MCP server this site provides; its tools would "
-                "hide yours. Choose another label.",
-            )
-        elif twin := next(
-            (
-                other.label
-                for other in Connection.objects.filter(owner=self.owner, kind="mcp")
-                if server_name(other.label) == name and other.label != label
-            ),
-            None,
-        ):
-            self.add_error(
-                "label",
-                f"Your server {twin} already names its tools {name}.<tool>; choose another label.",
-            )

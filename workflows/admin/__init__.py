@@ -13,6 +13,7 @@ from django.urls import path
 from workflows import pricing, selectors
 from workflows.engine.demo import DEMO_LABEL
 from workflows.execution import durable
+from workflows.forms import CONNECTION_KINDS, McpChecks
 from workflows.models import (
     ChatDocument,
     ChatMessage,
@@ -272,34 +273,42 @@ class StepRecordAdmin(SecretSafeAdmin):
         return event_duration(event) or "0 ms"
 
 
-class ConnectionForm(forms.ModelForm):
-    """Secrets are write-only: the field never renders the stored value."""
+class ConnectionForm(McpChecks, forms.ModelForm):
+    """Secrets are write-only: the field never renders the stored value. An MCP server is
+    checked as on the user's Connections page (its label, its public URL)."""
 
     secret = forms.CharField(
         widget=forms.PasswordInput(render_value=False),
         required=False,
         help_text="Write-only. Leave blank to keep the stored secret.",
     )
+    kind = forms.ChoiceField(choices=CONNECTION_KINDS)
+    url = forms.URLField(required=False, max_length=500, assume_scheme="https")
 
     class Meta:
         model = Connection
-        fields = ("owner", "label", "kind", "secret")
+        fields = ("owner", "label", "kind", "url", "secret")
 
-    def clean_secret(self) -> str:
-        secret = self.cleaned_data.get("secret", "")
-        if secret:
-            return secret
-        if self.instance.pk:
-            return self.instance.secret
-        raise forms.ValidationError("A new connection needs its secret.")
+    def clean(self) -> dict:
+        data = super().clean()
+        secret = data.get("secret", "") or (self.instance.secret if self.instance.pk else "")
+        data["secret"] = secret
+        if data.get("kind") == "mcp":
+            self.check_mcp(data.get("owner"), data.get("label", ""), data.get("url", ""))
+        else:
+            if data.get("url"):
+                self.add_error("url", "Only an MCP server has a URL.")
+            if not secret:
+                self.add_error("secret", "This kind of connection needs its secret.")
+        return data
 
 
 @admin.register(Connection)
 class ConnectionAdmin(SecretSafeAdmin):
     form = ConnectionForm
-    list_display = ("label", "kind", "owner", "created")
+    list_display = ("label", "kind", "url", "owner", "created")
     list_filter = ("kind",)
-    search_fields = ("label", "owner__username")
+    search_fields = ("label", "url", "owner__username")
     raw_id_fields = ("owner",)
 
 
