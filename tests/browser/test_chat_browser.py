@@ -192,10 +192,11 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     other.wait_for_selector("#wf-title:has-text('Notes, summarised')")
     assert other.title() == "Notes, summarised · PowerOn"
     other.close()
-    page.wait_for_function(f"({last_seq})() > {before}")  # the rename's own event came back
+    seq_above = "(n) => +document.getElementById('live').dataset.lastSeq > n"
+    page.wait_for_function(seq_above, arg=before)  # the rename's own event came back
     renamed_at = page.evaluate(last_seq)
     page.reload()
-    page.wait_for_function(f"({last_seq})() >= {renamed_at}")
+    page.wait_for_function(seq_above, arg=renamed_at - 1)
     assert page.inner_text("#wf-title") == "Notes, summarised"
     assert page.inner_text(f"#sidebar-title-{page.url.rstrip('/').split('/')[-1]}") == (
         "Notes, summarised"
