@@ -5,6 +5,8 @@ from django.urls import reverse
 
 from tests.factories import workflow_with_history
 from workflows import services
+from workflows.engine.events import StepEvent
+from workflows.execution import recording
 
 pytestmark = pytest.mark.django_db
 
@@ -188,3 +190,17 @@ def test_steps_and_model_calls_show_cached_tokens(admin_client, alice):
     assert "1,024 of 3,000 (34%) read from the provider&#x27;s cache" in page
     listing = admin_client.get(reverse("admin:workflows_workflowevent_changelist")).content
     assert b"3,100 (1,024 cached)" in listing
+
+
+def test_steps_are_found_by_their_action(admin_client, alice):
+    """The step list's search finds a step by the action it ran, not only by its workflow."""
+    workflow = workflow_with_history(alice)
+    for step, method in ((1, "calc.add"), (2, "web.search")):
+        recording.record(
+            workflow.pk,
+            StepEvent(round=1, task=1, action=step, status="success", step=step, method=method,
+                      durationMs=10),
+        )  # fmt: skip
+    url = reverse("admin:workflows_steprecord_changelist")
+    page = admin_client.get(url, {"q": "calc"}).content.decode()
+    assert "1 result" in page and "calc.add" in page and "web.search" not in page

@@ -222,7 +222,7 @@ class StepRecordAdmin(SecretSafeAdmin):
         "duration",
         "created",
     )
-    search_fields = ("workflow__title",)
+    search_fields = ("workflow__title", "payload__method")
     list_select_related = ("workflow",)
     ordering = ("-workflow", "seq")
 
