@@ -85,6 +85,9 @@ async def test_stop_when_the_token_budget_is_spent() -> None:
     assert "a new message starts with a fresh budget" in of(events, "status")[0].reason
     answer = of(events, "message")[-1]
     assert answer.role == "assistant" and "token budget" in answer.content
+    # What was done, as a list people read: the task, its step under it.
+    assert "\n\n- Task 1 (failed): " in answer.content
+    assert "\n  - a1 web.search (success): " in answer.content
     assert of(events, "task")[-1].status == "failed"
 
 

@@ -41,6 +41,21 @@ def produced_documents(ctx: RoundContext) -> list[DocumentRef]:
     return [ref for ref in ctx.store.index() if ref.round == ctx.round and ref.source != "uploaded"]
 
 
+def outcome_list(ctx: RoundContext) -> str:
+    """What each task did, for people: a Markdown list, each task's steps under it."""
+    if not ctx.tasks:
+        return "No actions were needed."
+    lines = []
+    for task in ctx.tasks:
+        why = task.failure or task.stop_reason
+        lines.append(
+            f"- Task {task.number} ({task.status}): {task.item.objective}"
+            + (f" — stopped: {why}" if why else "")
+        )
+        lines += [f"  - {step.line()}" for step in task.steps]
+    return "\n".join(lines)
+
+
 def outcome_text(ctx: RoundContext) -> str:
     """What each task did, one block per task, failed steps included."""
     if not ctx.tasks:
@@ -117,7 +132,7 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
     documents = produced_documents(ctx)
     succeeded = any(step.observation.success for task in ctx.tasks for step in task.steps)
     if exhausted := ctx.budget.exhausted():
-        text = f"I stopped early: {exhausted[1]}\n\n{outcome_text(ctx)}"
+        text = f"I stopped early: {exhausted[1]}\n\n{outcome_list(ctx)}"
         yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
     elif ctx.tasks and not succeeded:
         text = failed_answer(ctx, documents)
