@@ -22,6 +22,12 @@ def test_changelists_render(admin_client, alice, model):
     assert response.status_code == 200
 
 
+def test_admin_pages_carry_the_products_icon(admin_client):
+    """Without it the browser asks for /favicon.ico, which is not there."""
+    page = admin_client.get(reverse("admin:index")).content.decode()
+    assert '<link rel="icon" href="/static/favicon.' in page
+
+
 def test_workflow_list_shows_steps_and_tokens(admin_client, alice):
     """The workflow list shows owner, mode, status, the number of steps and tokens."""
     workflow = workflow_with_history(alice)
