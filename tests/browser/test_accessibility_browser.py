@@ -11,7 +11,7 @@ import json
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
-from tests.support.browser import ARTIFACTS, send, sign_in, sign_in_to_new_workflow
+from tests.support.browser import ARTIFACTS, attach, send, sign_in, sign_in_to_new_workflow
 from tests.support.fake_openai import FakeReply
 from tests.support.replies import cont, extract_step, params, select, stop, taskplan
 
@@ -70,10 +70,7 @@ def blocking_violations(page, where: str, context: str | None = None) -> list[st
 
 def run_report(page, model, tmp_path) -> None:
     """A finished round with two steps, a produced report and an answer with code."""
-    notes = tmp_path / "notes.md"
-    notes.write_text(NOTES)
-    page.set_input_files("#file-picker", str(notes))
-    page.wait_for_selector(".upload-chip")
+    attach(page, tmp_path, NOTES)
     model.add(*report_script())
     send(page, "Summarise my notes in a report")
     page.wait_for_selector("#wf-status[data-status=completed]")
@@ -261,10 +258,7 @@ def test_the_demo_model_fills_the_window_and_its_chart_claims_no_tokens(page, ap
     notice = page.locator(".notice")
     assert notice.locator("summary", has_text="No model configured").is_visible()
     assert notice.get_attribute("open") is None  # folded to its first line beside a workflow
-    notes = tmp_path / "notes.md"
-    notes.write_text(NOTES)
-    page.set_input_files("#file-picker", str(notes))
-    page.wait_for_selector(".upload-chip")
+    attach(page, tmp_path, NOTES)
     send(page, "Summarise my notes in a short report for the planning meeting of the team")
     page.wait_for_selector("#wf-status[data-status=completed]")
     assert page.locator(".model-badge.demo").inner_text() == "demo model"

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.support.browser import send, sign_in_to_new_workflow
+from tests.support.browser import attach, send, sign_in_to_new_workflow
 from tests.support.fake_openai import FakeReply
 from tests.support.replies import extract_step, stop, taskplan
 
@@ -34,10 +34,7 @@ def test_an_action_waits_for_approval_and_runs_only_when_approved(
     page, app_url, model, tmp_path, choice
 ):
     sign_in_to_new_workflow(page, app_url)
-    notes = tmp_path / "notes.md"
-    notes.write_text(NOTES)
-    page.set_input_files("#file-picker", str(notes))
-    page.wait_for_selector(".upload-chip")
+    attach(page, tmp_path, NOTES)
     model.add(*extract_round("Revenue grew 12 percent."))
     send(page, "Summarise my notes")
     approval = page.wait_for_selector(".approval-waiting")

@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.apps import PASSWORD
-from tests.support.browser import ARTIFACTS, send, settled_everywhere, sign_in_to_new_workflow
+from tests.support.browser import (
+    ARTIFACTS,
+    attach,
+    send,
+    settled_everywhere,
+    sign_in_to_new_workflow,
+)
 from tests.support.fake_openai import FakeReply
 from tests.support.replies import cont, extract_step, params, review, select, stop, taskplan
 
@@ -63,10 +69,7 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
     page.click("text=Create")
     page.wait_for_selector("#connection[data-state=live]")
 
-    notes = tmp_path / "notes.md"
-    notes.write_text(NOTES)
-    page.set_input_files("#file-picker", str(notes))
-    page.wait_for_selector(".upload-chip")
+    attach(page, tmp_path, NOTES)
     model.add(*first_round_script())
     page.fill("#composer textarea", "Summarise my notes in a report")
     page.click("#send-button")
@@ -212,18 +215,8 @@ def test_live_run_reload_stop_and_download(page, app_url, model, tmp_path):
 
 def test_at_max_steps_the_page_asks_and_continues(page, app_url, model, tmp_path):
     """With one step per task the page asks to continue; answering runs the next step."""
-    page.goto(app_url)
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.locator("details.new-workflow").evaluate("panel => { panel.open = true; }")
-    page.fill("input[name=max_steps]", "1")
-    page.click("text=Create")
-    page.wait_for_selector("#connection[data-state=live]")
-    notes = tmp_path / "notes.md"
-    notes.write_text(NOTES)
-    page.set_input_files("#file-picker", str(notes))
-    page.wait_for_selector(".upload-chip")
+    sign_in_to_new_workflow(page, app_url, max_steps=1)
+    attach(page, tmp_path, NOTES)
     model.add(
         taskplan("Summarise"),
         *extract_step("docList:round1_upload"),
@@ -256,20 +249,10 @@ def test_stop_here_ends_the_task_at_its_step_limit_with_the_work_kept(
 ):
     """Stop here answers the question (whatever the steps box holds): the task stops at its
     limit, the extracted text stays, and the round ends with its answer."""
-    page.goto(app_url)
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.locator("details.new-workflow").evaluate("panel => { panel.open = true; }")
-    page.fill("input[name=max_steps]", "1")
-    page.click("text=Create")
-    page.wait_for_selector("#connection[data-state=live]")
+    sign_in_to_new_workflow(page, app_url, max_steps=1)
     model.add(taskplan("Summarise"), *extract_step("docList:round1_upload"), cont(),
               review("failed"), "Only the extraction was done.")  # fmt: skip
-    notes = tmp_path / "notes.md"
-    notes.write_text(NOTES)
-    page.set_input_files("#file-picker", str(notes))
-    page.wait_for_selector(".upload-chip")
+    attach(page, tmp_path, NOTES)
     send(page, "Summarise my notes")
     page.wait_for_selector("form.ask")
     page.fill("form.ask input[name=steps]", "")  # nothing to continue with: Stop here still works
@@ -401,10 +384,7 @@ def test_steps_fold_ratings_stay_and_a_message_can_be_regenerated_or_edited(
     again after a reload; Regenerate and Edit open new rounds, each marked as a rerun, with
     the earlier rounds kept and only the latest answer offering Regenerate."""
     sign_in_to_new_workflow(page, app_url)
-    notes = tmp_path / "notes.md"
-    notes.write_text(NOTES)
-    page.set_input_files("#file-picker", str(notes))
-    page.wait_for_selector(".upload-chip")
+    attach(page, tmp_path, NOTES)
     model.add(*first_round_script())
     send(page, "Summarise my notes in a report")
     page.wait_for_selector("#wf-status[data-status=completed]")

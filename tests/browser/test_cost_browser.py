@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.browser import ARTIFACTS, send, settled_everywhere, sign_in_to_new_workflow
+from tests.support.browser import (
+    ARTIFACTS,
+    attach,
+    send,
+    settled_everywhere,
+    sign_in_to_new_workflow,
+)
 from tests.support.priced import PRICE_SETTINGS, one_extract, priced
 from workflows import pricing
 
@@ -20,10 +26,7 @@ def policy(body: dict):
 def run_one_round(page, app_url, model, tmp_path) -> list[dict]:
     """Sign in, upload notes, run a round to its end; the stored usage events (exported)."""
     sign_in_to_new_workflow(page, app_url)
-    notes = tmp_path / "notes.md"
-    notes.write_text("# Notes\n\nRevenue grew 12 percent in Q3.\n")
-    page.set_input_files("#file-picker", str(notes))
-    page.wait_for_selector(".upload-chip")
+    attach(page, tmp_path, "# Notes\n\nRevenue grew 12 percent in Q3.\n")
     model.add(*[policy] * 20)
     send(page, "Summarise my notes")
     page.wait_for_selector("#wf-status[data-status=completed]")

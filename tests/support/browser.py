@@ -29,10 +29,22 @@ def sign_in(page, app_url) -> None:
     page.wait_for_selector(".sidebar")
 
 
-def sign_in_to_new_workflow(page, app_url) -> None:
+def sign_in_to_new_workflow(page, app_url, *, max_steps: int | None = None) -> None:
+    """Sign in as alice and create a workflow (with `max_steps` per task), live."""
     sign_in(page, app_url)
+    if max_steps is not None:
+        page.locator("details.new-workflow").evaluate("panel => { panel.open = true; }")
+        page.fill("input[name=max_steps]", str(max_steps))
     page.click("text=Create")
     page.wait_for_selector("#connection[data-state=live]")
+
+
+def attach(page, tmp_path, text: str, name: str = "notes.md") -> None:
+    """Attach a file holding `text` to the next message; wait until it is uploaded."""
+    path = tmp_path / name
+    path.write_text(text)
+    page.set_input_files("#file-picker", str(path))
+    page.wait_for_selector(".upload-chip")
 
 
 def send(page, text: str) -> None:
