@@ -45,7 +45,7 @@ async def test_stop_cancels_the_model_call_and_keeps_the_work(alice, model):
         FakeReply(content=json.dumps(cont()), delay=60),
     )
     communicator = await start(alice, workflow, upload)
-    await receive_until(communicator, lambda e: e["type"] == "observe")
+    before = await receive_until(communicator, lambda e: e["type"] == "observe")
     await communicator.send_json_to({"action": "stop"})
     events = await receive_until(communicator, is_final)
     # The run ended while the refine call still waited for its 60 s reply: it was cancelled.
@@ -55,6 +55,14 @@ async def test_stop_cancels_the_model_call_and_keeps_the_work(alice, model):
     # What was open when the stop came is closed as stopped, before the final status.
     closing = [(e["type"], e["payload"]["status"]) for e in events[-4:-1]]
     assert closing == [("step", "stopped"), ("task", "stopped"), ("round", "stopped")]
+    # The stopped round and step keep what they spent, and how long they ran.
+    usage = [e for e in before + events if e["type"] == "usage"]
+    spent = sum(u["payload"]["prompt_tokens"] + u["payload"]["completion_tokens"] for u in usage)
+    step, _, round_end = (e["payload"] for e in events[-4:-1])
+    assert round_end["tokens"] == spent > 0 and round_end["durationMs"] > 0
+    step_usage = [u["payload"] for u in usage if u["action"] == 1]
+    assert step["tokens"] == sum(u["prompt_tokens"] + u["completion_tokens"] for u in step_usage)
+    assert step["tokens"] > 0 and step["durationMs"] > 0
     assert await launcher.wait_for(workflow.pk) in (None, ChatWorkflow.Status.STOPPED)
     workflow, messages, documents = await reload(workflow)
     assert workflow.status == ChatWorkflow.Status.STOPPED

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from datetime import datetime
+from typing import Any, Literal
 
 from .events import (
     ApprovalEvent,
@@ -21,7 +22,9 @@ from .events import (
     RoundEvent,
     StepEvent,
     TaskEvent,
+    UsageEvent,
 )
+from .money import Cost
 
 Ending = Literal["failed", "stopped"]
 
@@ -35,9 +38,41 @@ class _Stream:
     attempt: str
 
 
+@dataclass
+class _Spend:
+    """What an open round or step has spent so far, and since when it runs."""
+
+    since: datetime | None = None
+    tokens: int = 0
+    cached: int = 0
+    cost: Cost | None = None
+    priced: bool = True
+    """Whether every call had a price (else the cost is unknown, as the engine says it)."""
+
+    def add(self, usage: UsageEvent) -> None:
+        self.tokens += usage.prompt_tokens + usage.completion_tokens
+        self.cached += usage.cached_tokens
+        if usage.cost is None or (self.cost and self.cost.currency != usage.cost.currency):
+            self.priced = False
+        else:
+            self.cost = usage.cost if self.cost is None else self.cost + usage.cost
+
+    def figures(self, now: datetime | None) -> dict[str, Any]:
+        """The telemetry fields of the event that closes it."""
+        since = self.since
+        elapsed = int((now - since).total_seconds() * 1000) if now and since else 0
+        return {
+            "tokens": self.tokens,
+            "cachedTokens": self.cached,
+            "cost": self.cost if self.priced else None,
+            "durationMs": max(0, elapsed),
+        }
+
+
 class OpenWork:
     """Everything a round opened that no later event closed: a started round, tasks that are
-    pending or running, a step, a question, an approval, an answer being streamed."""
+    pending or running, a step, a question, an approval, an answer being streamed; and what
+    the open round and steps have spent (their usage events), so that closing them keeps it."""
 
     def __init__(self, events: Iterable[Event] = ()) -> None:
         self.round: RoundEvent | None = None
@@ -46,22 +81,32 @@ class OpenWork:
         self.asks: dict[tuple[int, int], AskEvent] = {}
         self.approvals: dict[tuple[int, int], ApprovalEvent] = {}
         self.streams: dict[str, _Stream] = {}
+        self.spent = _Spend()
+        self.step_spent: dict[tuple[int, int], _Spend] = {}
         for event in events:
             self.add(event)
 
-    def add(self, event: Event) -> None:
-        """Take one event into account, in the order the round emitted them."""
+    def add(self, event: Event, at: datetime | None = None) -> None:
+        """Take one event into account, in the order the round emitted them (`at`: when it
+        was stored, which times what is still open)."""
         match event:
             case RoundEvent(status="started"):
                 self.round = event
+                self.spent = _Spend(since=at)
             case RoundEvent():
                 self.round = None
+            case UsageEvent():
+                self.spent.add(event)
+                if (step := self.step_spent.get((event.task, event.action))) is not None:
+                    step.add(event)
             case TaskEvent():
                 self.tasks[event.task] = event
             case StepEvent(status="started"):
                 self.steps[(event.task, event.action)] = event
+                self.step_spent[(event.task, event.action)] = _Spend(since=at)
             case StepEvent():
                 self.steps.pop((event.task, event.action), None)
+                self.step_spent.pop((event.task, event.action), None)
             case PlanEvent() if (event.task, event.action) in self.steps:
                 opened = self.steps[(event.task, event.action)]
                 self.steps[(event.task, event.action)] = opened.model_copy(
@@ -85,9 +130,10 @@ class OpenWork:
             case MessageEvent():
                 self.streams.pop(event.key, None)
 
-    def closing(self, ending: Ending, reason: str) -> list[Event]:
+    def closing(self, ending: Ending, reason: str, now: datetime | None = None) -> list[Event]:
         """The events that close everything still open, innermost first; the round's own
-        end last (when it started and did not end)."""
+        end last (when it started and did not end). A closed step or round keeps what it
+        spent, and how long it ran when `now` and its start are known."""
         events: list[Event] = []
         for key, stream in self.streams.items():  # an answer cut off keeps what was written
             events.append(
@@ -106,7 +152,8 @@ class OpenWork:
             events.append(ask.model_copy(update={"status": "cancelled"}))
         for approval in self.approvals.values():
             events.append(approval.model_copy(update={"status": "cancelled"}))
-        for step in self.steps.values():
+        for place, step in self.steps.items():
+            spent = self.step_spent.get(place, _Spend())
             events.append(
                 StepEvent(
                     round=step.round,
@@ -116,6 +163,7 @@ class OpenWork:
                     step=step.step,
                     method=step.method,
                     reason=reason,
+                    **spent.figures(now),
                 )
             )
         for task in self.tasks.values():
@@ -124,5 +172,6 @@ class OpenWork:
                 update = {"status": status, "reason": reason if status == ending else ""}
                 events.append(task.model_copy(update=update))
         if self.round is not None:
-            events.append(self.round.model_copy(update={"status": ending, "reason": reason}))
+            update = {"status": ending, "reason": reason, **self.spent.figures(now)}
+            events.append(self.round.model_copy(update=update))
         return events

@@ -46,11 +46,14 @@ def run_end(workflow_id: int, status: str, reason: str = "") -> list[Envelope]:
         if status == ChatWorkflow.Status.STOPPED and not reason:
             asked = workflow.status == ChatWorkflow.Status.STOPPING
             reason = "Stopped by the user." if asked else "Interrupted: the server stopped."
-        rows = workflow.events.filter(round=workflow.current_round).exclude(type="usage")
-        opened = OpenWork(Envelope.from_row(row).event for row in rows.order_by("seq"))
+        rows = workflow.events.filter(round=workflow.current_round)
+        opened = OpenWork()
+        for row in rows.order_by("seq"):
+            envelope = Envelope.from_row(row)
+            opened.add(envelope.event, at=envelope.at)
         ending = "stopped" if status == ChatWorkflow.Status.STOPPED else "failed"
         closing = [
-            *opened.closing(ending, reason),
+            *opened.closing(ending, reason, now=timezone.now()),
             RunEvent(  # type: ignore[arg-type]
                 round=workflow.current_round, status=status, reason=reason
             ),
