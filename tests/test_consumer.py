@@ -218,6 +218,11 @@ async def test_live_events_and_commands_do_not_wait_for_djangos_sync_thread(alic
         ({"text_data": "[1, 2]"}, "a command is a JSON object"),
         ({"text_data": '"stop"'}, "a command is a JSON object"),
         ({"text_data": '{"action": "explode"}'}, "Command not understood"),
+        # Files that are not uploads waiting here are refused, not silently left out.
+        (
+            {"text_data": '{"action": "send", "text": "Summarise", "documents": [999999]}'},
+            "Not an upload waiting for this workflow's next message: document 999999.",
+        ),
         # A message of spaces and line breaks opens no round (it would spend one on nothing).
         (
             {"text_data": '{"action": "send", "text": "  \\n\\t "}'},

@@ -255,6 +255,20 @@ class RoundRefused(WorkflowBusy):
     """The round cannot open as asked (say, it reruns a round that does not exist)."""
 
 
+def not_pending_uploads(workflow_id: int, document_ids: list[int]) -> list[int]:
+    """The ids among `document_ids` that are not uploads of this workflow waiting for its
+    next message (another workflow's, another user's, one sent already, none at all)."""
+    waiting = set(
+        ChatDocument.objects.filter(
+            workflow_id=workflow_id,
+            pk__in=document_ids,
+            label=PENDING_UPLOAD_LABEL,
+            source=ChatDocument.Source.UPLOADED,
+        ).values_list("pk", flat=True)
+    )
+    return sorted(set(document_ids) - waiting)
+
+
 def upload_copy(upload: ChatDocument, *, message: ChatMessage) -> ChatDocument:
     """A copy of an earlier round's upload for the round `message` opens."""
     with upload.file.open("rb") as handle:
@@ -296,6 +310,11 @@ def round_open(
     with transaction.atomic():
         if refusal := rates.round_refusal(user=owner, limit=max_rounds_per_hour):
             raise WorkflowBusy(refusal)
+        if missing := not_pending_uploads(workflow_id, document_ids):
+            raise RoundRefused(
+                f"Not an upload waiting for this workflow's next message: document "
+                f"{', '.join(map(str, missing))}. Attach the file again."
+            )
         going = ChatWorkflow.objects.filter(owner=owner, status__in=ChatWorkflow.ACTIVE_STATUSES)
         if max_runs and going.exclude(pk=workflow_id).count() >= max_runs:
             runs = f"{max_runs} run{'s' if max_runs != 1 else ''}"
