@@ -209,6 +209,18 @@ async def test_a_whole_demo_round_keeps_the_notes_structure() -> None:
     assert "Files written: `report_on_the_uploaded_documents.md`" in answer
 
 
+async def test_the_demo_model_does_not_repeat_the_hosts_note_to_the_model(settings) -> None:
+    """Asked for what it cannot do with no search provider, the demo model quotes the user's
+    message, not the host's note about unavailable actions that follows it in the prompt."""
+    settings.POWERON_SEARCH_PROVIDER = ""
+    tools = ToolRegistry(tool_settings())
+    state = make_state(prompt="Search the web for the latest Python release")
+    events = await collect(state, DemoLLM(), tools=tools, store=MemoryStore())
+    answer = of(events, "message")[-1].content
+    assert "Your message was: Search the web for the latest Python release" in answer
+    assert "PowerOn:" not in answer and "POWERON_SEARCH_PROVIDER" not in answer
+
+
 def test_collapsed_previews_get_their_blocks_back() -> None:
     """A preview's headings and list items are found again; a dash inside a sentence stays
     a dash, and a heading whose end cannot be told stays a paragraph."""

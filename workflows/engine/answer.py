@@ -13,7 +13,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .contracts import DocumentRef, Message, Usage, untrusted
+from .contracts import HOST_NOTE, DocumentRef, Message, Usage, untrusted
 from .core import RoundContext
 from .events import DeltaEvent, Event, MessageEvent
 from .history import render_history
@@ -212,7 +212,7 @@ def answer_messages(ctx: RoundContext, documents: list[DocumentRef]) -> list[Mes
         )
         if unavailable:  # said last too: a small model follows what it read last
             note = "; ".join(unavailable)
-            messages[-1]["content"] += f"\n\n(PowerOn: not available here: {note})"
+            messages[-1]["content"] += f"{HOST_NOTE}not available here: {note})"
         return messages
     return chat(
         "final",

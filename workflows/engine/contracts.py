@@ -92,6 +92,11 @@ class LLM(Protocol):
         ...
 
 
+HOST_NOTE = "\n\n(PowerOn: "
+"""How the host's own note to the model starts, where it ends a user's message (what is not
+available here): the demo model, which answers from the message, leaves it out."""
+
+
 def describe_error(error: Exception) -> str:
     """A validation problem in words for people and models: `field: problem`, no links."""
     if not isinstance(error, ValidationError):

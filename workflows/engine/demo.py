@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from .contracts import (
+    HOST_NOTE,
     AnswerSink,
     Completion,
     InvalidModelOutput,
@@ -275,7 +276,8 @@ class DemoLLM:
         if files:
             parts.append("Files written: " + ", ".join(f"`{name}`" for name in files[:6]) + ".")
         if not parts:
-            request = leading_sentences(section(prompt, "User request"), 1)
+            request = section(prompt, "User request").split(HOST_NOTE.strip())[0]
+            request = leading_sentences(request, 1)
             return (
                 "I am the demo model: no language model is configured, so I can only extract "
                 f"and summarise uploaded documents. Your message was: {request}"
