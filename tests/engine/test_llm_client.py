@@ -240,15 +240,22 @@ async def test_remote_servers_are_refused_in_tests() -> None:
         await client("https://api.openai.com/v1").complete_text(MESSAGES, kind="final")
 
 
-async def test_warming_the_client_sends_nothing_and_leaves_the_client_as_it_was(fake_openai):
+async def test_warming_the_client_sends_nothing_and_leaves_the_client_as_it_was(
+    fake_openai, caplog
+):
     """warm() rehearses a structured call, plain and streamed, through the SDK without a
-    request; the client then calls the real server as before."""
+    request, and logs none (an operator would read it as a call to the model); the client
+    then calls the real server as before, and its request is logged as always."""
+    import logging
     import sys
 
+    caplog.set_level(logging.INFO)
     fake_openai.add(FakeReply({"decision": "stop", "reason": "real"}))
     llm = client(fake_openai.url)
     await llm.warm()
     assert "openai.resources.chat.completions" in sys.modules
     assert fake_openai.requests == []
+    assert not [r for r in caplog.records if "HTTP Request" in r.getMessage()]
     answer = await llm.complete(MESSAGES, output=RefinementDecision, kind="refine")
     assert answer.value.reason == "real" and len(fake_openai.requests) == 1
+    assert [r for r in caplog.records if "HTTP Request" in r.getMessage()]

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import weakref
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
 from openai import AsyncOpenAI
@@ -78,6 +79,20 @@ def shared_client(
 
 
 # --- A rehearsal -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def unlogged_requests() -> Iterator[None]:
+    """The HTTP library logs no request meanwhile: a rehearsal's calls are answered in the
+    process, and an operator reading "HTTP Request: POST …/chat/completions 200 OK" at start
+    would think the model was called."""
+    logger = logging.getLogger(http.__name__)
+    drop = logging.Filter(name="\0")  # matches no logger's name: every record is dropped
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
 
 
 def rehearsal_client(client: AsyncOpenAI) -> AsyncOpenAI:

@@ -30,7 +30,14 @@ import openai
 from openai import AsyncOpenAI
 from pydantic import ValidationError
 
-from .clients import REHEARSAL, Rehearsal, ignore, rehearsal_client, shared_client
+from .clients import (
+    REHEARSAL,
+    Rehearsal,
+    ignore,
+    rehearsal_client,
+    shared_client,
+    unlogged_requests,
+)
 from .contracts import (
     AnswerSink,
     Completion,
@@ -147,8 +154,9 @@ class OpenAICompatibleLLM:
         twin._client, twin._owns_client = rehearsal_client(self._client), True
         twin._guard = lambda: None  # type: ignore[method-assign]  # nothing leaves the process
         async with twin:
-            await twin.complete(REHEARSAL, output=Rehearsal, kind="rehearsal")
-            await twin.complete(REHEARSAL, output=Rehearsal, kind="rehearsal", on_answer=ignore)
+            with unlogged_requests():
+                await twin.complete(REHEARSAL, output=Rehearsal, kind="rehearsal")
+                await twin.complete(REHEARSAL, output=Rehearsal, kind="rehearsal", on_answer=ignore)
 
     async def aclose(self) -> None:
         """Close the HTTP connections of a client of its own (a shared one stays open)."""
