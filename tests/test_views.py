@@ -8,6 +8,8 @@ from django.urls import reverse
 
 from tests.factories import workflow_with_history
 from workflows import services
+from workflows.engine.events import RoundEvent
+from workflows.execution import recording
 from workflows.models import ChatDocument
 
 pytestmark = pytest.mark.django_db
@@ -93,6 +95,20 @@ def test_export_markdown_is_a_readable_transcript(alice_client, alice):
     assert "`document.extract`" in text
     assert "_Extracted the quarterly figures from report.pdf_" in text
     assert "figures.md" in text
+
+
+def test_the_markdown_export_says_how_each_round_ended_and_what_it_reran(alice_client, alice):
+    """An ended round's heading says how it ended; a round that ran an earlier one again says
+    which, and whether its message was edited, as the page does."""
+    workflow = workflow_with_history(alice)
+    recording.record(workflow.pk, RoundEvent(round=1, status="failed", reason="x"))
+    for round, text in ((2, "Find X"), (3, "Find Y")):
+        services.message_create(workflow=workflow, role="user", content=text, round=round, reruns=1)
+    text = alice_client.get(reverse("workflows:export", args=[workflow.pk, "md"])).content.decode()
+    assert "## Round 1 — failed\n" in text
+    assert "## Round 2\n" in text  # not ended: nothing said
+    assert "### User (round 1 again)\n\nFind X" in text
+    assert "### User (edited from round 1)\n\nFind Y" in text
 
 
 def test_delete_removes_the_workflow_and_its_files(alice_client, alice):

@@ -74,11 +74,15 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
         "",
     ]
     current_round = None
-    for message in workflow.messages.prefetch_related("documents"):
+    messages = list(workflow.messages.prefetch_related("documents"))
+    asked = {m.round: m.content for m in messages if m.role == m.Role.USER}
+    for message in messages:
         if message.round != current_round:
             current_round = message.round
-            lines += [f"## Round {message.round}", ""]
-            if found := spend.rounds.get(message.round):
+            found = spend.rounds.get(message.round)
+            ended = f" — {found['status']}" if found else ""
+            lines += [f"## Round {message.round}{ended}", ""]
+            if found:
                 lines += [f"_{telemetry(found)}_", ""]
         if message.role == message.Role.ACTION:
             outcome = {True: "✓", False: "✗"}.get(message.success, "·")
@@ -90,6 +94,10 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
                 lines.append(f"_{telemetry(found)}_")
             if message.summary:
                 lines.append(f"_{message.summary}_")
+        elif message.role == message.Role.USER and message.reruns:
+            edited = asked.get(message.reruns) != message.content
+            how = "edited from round {}" if edited else "round {} again"
+            lines.append(f"### {message.get_role_display()} ({how.format(message.reruns)})")
         else:
             lines.append(f"### {message.get_role_display()}")
         lines += ["", message.content.strip(), ""]
