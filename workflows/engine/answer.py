@@ -26,7 +26,7 @@ _FILE_NAME = re.compile(
     re.IGNORECASE,
 )
 """A file name: quoted (it may hold spaces) or a single word with a document extension."""
-OWN_KNOWLEDGE = "_Answered from the model's own knowledge: no action was needed or run._"
+OWN_KNOWLEDGE = "_Answered without an action: from the conversation and the model's own knowledge._"
 """The host's mark under an answer written without any action."""
 _ATTACHED = re.compile(r"\b(attached|enclosed|saved (?:as|to)|see the (?:report|file))\b", re.I)
 
