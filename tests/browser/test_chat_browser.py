@@ -432,3 +432,23 @@ def test_steps_fold_ratings_stay_and_a_message_can_be_regenerated_or_edited(
     settled_everywhere(page)
     page.screenshot(path=ARTIFACTS / "09-edited-and-regenerated.png")
     model.assert_complete()
+
+
+def test_reasoning_shows_the_files_read_first_then_its_thoughts(page, app_url, model, tmp_path):
+    """In Reasoning mode the attached notes are read first, as a step; the page shows that
+    step above the thoughts, in the task they belong to, and misses no swap."""
+    sign_in_to_new_workflow(page, app_url, mode="reasoning")
+    attach(page, tmp_path, NOTES)
+    plan = [{"description": "Read the notes", "status": "Done", "result": "12 percent"}]
+    model.add(
+        {"current_thinking": "Revenue grew 12 percent.", "planning": plan,
+         "next_thought_needed": True},
+        {"current_thinking": "The answer: revenue grew 12 percent.", "planning": plan,
+         "next_thought_needed": False},
+    )  # fmt: skip
+    send(page, "What do my notes say about revenue?")
+    page.wait_for_selector("#wf-status[data-status=completed]")
+    step = page.locator("#task-1-1 #step-1-1-1").bounding_box()
+    thoughts = [page.locator(f"#task-1-1 #thought-1-{n}").bounding_box() for n in (1, 2)]
+    assert step["y"] < thoughts[0]["y"] < thoughts[1]["y"]
+    settled_everywhere(page)

@@ -29,12 +29,17 @@ def sign_in(page, app_url) -> None:
     page.wait_for_selector(".sidebar")
 
 
-def sign_in_to_new_workflow(page, app_url, *, max_steps: int | None = None) -> None:
-    """Sign in as alice and create a workflow (with `max_steps` per task), live."""
+def sign_in_to_new_workflow(
+    page, app_url, *, max_steps: int | None = None, mode: str | None = None
+) -> None:
+    """Sign in as alice and create a workflow (in `mode`, with `max_steps` per task), live."""
     sign_in(page, app_url)
-    if max_steps is not None:
+    if max_steps is not None or mode is not None:
         page.locator("details.new-workflow").evaluate("panel => { panel.open = true; }")
+    if max_steps is not None:
         page.fill("input[name=max_steps]", str(max_steps))
+    if mode is not None:
+        page.select_option("select[name=mode]", mode)
     page.click("text=Create")
     page.wait_for_selector("#connection[data-state=live]")
 
