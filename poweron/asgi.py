@@ -11,7 +11,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app regi
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from poweron.bodylimit import BodyLimitMiddleware, install_daphne_guard  # noqa: E402
-from workflows.execution import durable  # noqa: E402
+from workflows.execution import durable, launcher  # noqa: E402
 from workflows.live.origin import OriginValidator  # noqa: E402
 from workflows.live.routing import websocket_urlpatterns  # noqa: E402
 
@@ -26,4 +26,4 @@ application = ProtocolTypeRouter(
 # Under Daphne, a too large body is refused before Twisted spools it (bodylimit.py).
 install_daphne_guard()
 # Under Daphne, DBOS starts inside its loop: runs a crash cut off resume in this process.
-durable.launch_with_daphne()
+durable.launch_with_daphne(watch=launcher.watch_runs)

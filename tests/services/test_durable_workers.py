@@ -139,3 +139,52 @@ async def test_a_round_sent_while_no_worker_runs_starts_when_one_comes_up(cluste
             while not is_final(events[-1]):
                 events.append(json.loads(await socket.recv()))
     check_once(events)
+
+
+async def watch_until(socket, done, events: list[dict], seconds: float) -> list[dict]:
+    """Read events into `events` until one satisfies `done`."""
+    async with asyncio.timeout(seconds):
+        while not events or not done(events[-1]):
+            events.append(json.loads(await socket.recv()))
+    return events
+
+
+async def test_a_round_whose_worker_died_waits_as_queued_then_a_new_worker_ends_it(cluster):
+    """The only worker is killed -9 mid-round: viewers see the round wait as queued (not
+    "running" for ever) once the failover delay has passed, and a worker that comes up
+    later resumes and completes it."""
+    port = cluster.web()
+    worker = cluster.worker(executor_id="alone")
+    cookie, workflow_id = sign_in_and_create_workflow(port)
+    url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
+    async with connect(url, additional_headers={"Cookie": cookie}) as socket:
+        await socket.send(json.dumps({"action": "send", "text": "Think while I pull the plug"}))
+        events = await watch_until(socket, lambda e: e["type"] == "plan", [], 60)
+        worker.kill()
+        waits = lambda e: e["type"] == "run" and e["payload"]["status"] == "queued"  # noqa: E731
+        await watch_until(socket, waits, events, FAILOVER + 20)
+        assert "waits for another" in events[-1]["payload"]["reason"]
+        cluster.worker(executor_id="rescuer")
+        await watch_until(socket, is_final, events, 60)
+    assert events[-1]["payload"]["status"] == "completed"
+
+
+async def test_stopping_a_round_whose_worker_died_ends_it(cluster):
+    """Stop reaches a round whose worker was killed -9 and no other took it: it ends as
+    stopped once the failover delay has passed (it stayed "stopping" for good), and the
+    workflow takes a new message."""
+    port = cluster.web()
+    worker = cluster.worker(executor_id="doomed")
+    cookie, workflow_id = sign_in_and_create_workflow(port)
+    url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
+    async with connect(url, additional_headers={"Cookie": cookie}) as socket:
+        await socket.send(json.dumps({"action": "send", "text": "Think, then be stopped"}))
+        events = await watch_until(socket, lambda e: e["type"] == "plan", [], 60)
+        worker.kill()
+        await socket.send(json.dumps({"action": "stop"}))
+        await watch_until(socket, is_final, events, FAILOVER + 20)
+        assert events[-1]["payload"]["status"] == "stopped"
+        assert [e["payload"]["status"] for e in events if e["type"] == "round"][-1] == "stopped"
+        await socket.send(json.dumps({"action": "send", "text": "And again"}))
+        again = await watch_until(socket, lambda e: e["type"] == "message", [], 10)
+    assert again[-1]["payload"]["role"] == "user"  # accepted: the workflow is free again

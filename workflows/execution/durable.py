@@ -15,7 +15,7 @@ import logging
 import sqlite3
 import sys
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -130,10 +130,11 @@ def _stops_are_not_errors(record: logging.LogRecord) -> bool:
     return "was cancelled during execution" not in record.getMessage()
 
 
-def launch_with_daphne() -> None:
+def launch_with_daphne(watch: Callable[[], Awaitable[None]]) -> None:
     """When Daphne serves the app, launch DBOS inside its loop once the reactor runs, so
     recovered runs share the loop with the sockets; a process that runs rounds makes ready
-    what they need first. Elsewhere (tests, commands) do nothing."""
+    what they need first; then `watch` keeps an eye on the runs of other processes.
+    Elsewhere (tests, commands) do nothing."""
     reactor = sys.modules.get("twisted.internet.reactor")
     if reactor is None:
         return
@@ -147,7 +148,7 @@ def launch_with_daphne() -> None:
         await launch(queues=None if runs_rounds else [])
         if runs_rounds:
             await warm_up()  # DBOS's own first steps, before the first round's
-        await watch_for_dead_executors()
+        await watch()
 
     def begin() -> None:
         asyncio.get_running_loop().create_task(start(), name="poweron-durable")
@@ -229,20 +230,20 @@ async def release(workflow_ids: list[int]) -> None:
     await ChatWorkflow.objects.filter(pk__in=workflow_ids).aupdate(heartbeat=long_ago)
 
 
-async def watch_for_dead_executors() -> None:
+def watch_interval() -> float:
+    """How often a process checks for runs whose process died: a quarter of the failover
+    delay, within 0.5 to 5 s."""
+    return min(5.0, max(0.5, settings.POWERON_FAILOVER_SECONDS / 4))
+
+
+async def take_over_dead_executors() -> None:
     """Fail over the runs of a process that died and did not come back: a run whose
     heartbeat is older than POWERON_FAILOVER_SECONDS and that DBOS still holds as pending on
     another executor is put back on its queue, where a live process takes it."""
-    me = settings.POWERON_EXECUTOR_ID
-    while True:
-        await asyncio.sleep(min(5.0, max(0.5, settings.POWERON_FAILOVER_SECONDS / 4)))
-        try:
-            dead = await dead_executors(exclude=me)
-            if dead:
-                logger.warning("Taking over the runs of executors %s", sorted(dead))
-                await asyncio.to_thread(DBOS._recover_pending_workflows, sorted(dead))
-        except Exception:  # the watchdog must outlive a database blip
-            logger.exception("failover check failed")
+    dead = await dead_executors(exclude=settings.POWERON_EXECUTOR_ID)
+    if dead:
+        logger.warning("Taking over the runs of executors %s", sorted(dead))
+        await asyncio.to_thread(DBOS._recover_pending_workflows, sorted(dead))
 
 
 async def dead_executors(*, exclude: str) -> set[str]:

@@ -68,6 +68,24 @@ def queued_record(workflow_id: int, round: int) -> Envelope:
     return stored
 
 
+async def watch_runs() -> None:
+    """Every few seconds, in every process: fail over the runs of processes that died, and
+    settle the runs that will not run again (a run stopped while its process was dead stays
+    "stopping" otherwise), or say that they wait for a worker again; viewers see it."""
+    while True:
+        await asyncio.sleep(durable.watch_interval())
+        try:
+            await durable.take_over_dead_executors()
+            settled = await database_sync_to_async(settle.cut_off_runs)(
+                older_than_seconds=int(settings.POWERON_FAILOVER_SECONDS)
+            )
+            for stored in settled.values():
+                for envelope in stored:
+                    await broadcast.broadcast(envelope)
+        except Exception:  # the watch must outlive a database blip
+            logger.exception("the check of other processes' runs failed")
+
+
 async def request_stop(*, workflow_id: int) -> None:
     """Stop the run now and for good; what it did is kept and it ends as "stopped"."""
     marked = await ChatWorkflow.objects.filter(

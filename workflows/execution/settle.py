@@ -89,4 +89,26 @@ def cut_off_runs(*, older_than_seconds: int | None = None) -> dict[int, list[Env
         elif state not in durable.RESUMABLE:
             reason = CUT_OFF_REASONS.get(state or "", CUT_OFF_REASON)
             settled[workflow.pk] = run_end(workflow.pk, ChatWorkflow.Status.FAILED, reason)
+        elif requeued(workflow, state):
+            settled[workflow.pk] = [waits_again(workflow)]
     return settled
+
+
+def requeued(workflow: ChatWorkflow, state: str | None) -> bool:
+    """Whether a run that was running (it beat before) is back on DBOS's queue: its process
+    died and a failover put it back, to wait for a live worker."""
+    running = workflow.status == ChatWorkflow.Status.RUNNING and workflow.heartbeat is not None
+    return running and state in ("ENQUEUED", "DELAYED")
+
+
+def waits_again(workflow: ChatWorkflow) -> Envelope:
+    """Say that a run whose process died waits for another, where it was (not "running")."""
+    with transaction.atomic():
+        ChatWorkflow.objects.filter(pk=workflow.pk, status=ChatWorkflow.Status.RUNNING).update(
+            status=ChatWorkflow.Status.QUEUED
+        )
+        why = "Its process stopped; the run waits for another and resumes where it was."
+        event = RunEvent(round=workflow.current_round, status="queued", reason=why)
+        stored = recording.record(workflow.pk, event)
+    assert stored is not None
+    return stored

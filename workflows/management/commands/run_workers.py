@@ -16,7 +16,7 @@ from dbos import DBOS
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from workflows.execution import durable, runner, settle, setup
+from workflows.execution import durable, launcher, runner, settle, setup
 from workflows.live import broadcast
 
 
@@ -54,7 +54,7 @@ class Command(BaseCommand):
         await setup.warm_up()  # the first round neither imports the model client nor creates it
         await durable.launch(queues=[durable.ROUNDS_QUEUE], executor_id=name)
         await durable.warm_up()
-        watchdog = asyncio.create_task(durable.watch_for_dead_executors())
+        watchdog = asyncio.create_task(launcher.watch_runs())
         stopping = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
