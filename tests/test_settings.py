@@ -186,3 +186,27 @@ def test_call_schemas_follow_where_the_model_server_is(settings, base_url, choic
     settings.POWERON_LLM_BASE_URL = base_url
     settings.POWERON_LLM_SCHEMAS = choice
     assert setup.call_schemas() == schemas
+
+
+def test_the_durable_runtime_reaches_postgresql_with_any_password(settings):
+    """DBOS's URL is built from the app's database settings: a password with @ or / (given
+    percent-encoded in DATABASE_URL) and options such as sslmode reach it intact."""
+    from sqlalchemy.engine import make_url
+
+    from workflows.execution import durable
+
+    settings.POWERON_DBOS_DATABASE_URL = ""
+    database = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "poweron",
+        "USER": "app",
+        "PASSWORD": "p@ss/w0rd:x",
+        "HOST": "127.0.0.1",
+        "PORT": "5433",
+        "OPTIONS": {"sslmode": "require"},
+    }
+    url = make_url(durable.system_database_url(database))
+    assert (url.username, url.password, url.host, url.port, url.database) == (
+        "app", "p@ss/w0rd:x", "127.0.0.1", 5433, "poweron",
+    )  # fmt: skip
+    assert url.query == {"sslmode": "require"}

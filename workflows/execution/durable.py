@@ -42,18 +42,27 @@ RUNNERS: dict[str, Any] = {}
 """The runner of each round this process executes (by DBOS workflow id), to stop it at once."""
 
 
-def system_database_url() -> str:
+def system_database_url(database: dict[str, Any] | None = None) -> str:
     """Where DBOS keeps its checkpoints: POWERON_DBOS_DATABASE_URL, else PostgreSQL's app
-    database (own schema) when the app runs on it, else SQLite under POWERON_VAR_DIR."""
+    database (own schema) when the app runs on it, else SQLite under POWERON_VAR_DIR
+    (`database`: the app's database settings, the default one's when not given)."""
     if settings.POWERON_DBOS_DATABASE_URL:
         return settings.POWERON_DBOS_DATABASE_URL
-    database = settings.DATABASES["default"]
+    database = database or settings.DATABASES["default"]
     if database["ENGINE"].endswith("postgresql"):
-        user = database.get("USER") or ""
-        password = f":{database['PASSWORD']}" if database.get("PASSWORD") else ""
-        auth = f"{user}{password}@" if user else ""
-        host = f"{database.get('HOST') or 'localhost'}:{database.get('PORT') or 5432}"
-        return f"postgresql://{auth}{host}/{database['NAME']}"
+        from sqlalchemy.engine import URL  # DBOS's own dependency
+
+        options = database.get("OPTIONS") or {}
+        url = URL.create(
+            "postgresql",
+            username=database.get("USER") or None,
+            password=database.get("PASSWORD") or None,  # quoted as a URL needs it
+            host=database.get("HOST") or "localhost",
+            port=int(database.get("PORT") or 5432),
+            database=database["NAME"],
+            query={k: str(v) for k, v in options.items() if isinstance(v, str | int)},
+        )
+        return url.render_as_string(hide_password=False)
     return f"sqlite:///{Path(settings.VAR_DIR) / 'dbos.sqlite'}"
 
 
