@@ -23,24 +23,38 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def env_int(name: str, default: int) -> int:
-    """Read an integer variable, naming it when it is not a number."""
-    return _env_number(name, default, int, "an integer")
+def env_int(name: str, default: int, *, low: int | None = None, high: int | None = None) -> int:
+    """Read an integer variable, naming it when it is not a number or not within bounds."""
+    return _env_number(name, default, int, "an integer", low, high)
 
 
-def env_float(name: str, default: float) -> float:
-    """Read a number variable (e.g. seconds), naming it when it is not a number."""
-    return _env_number(name, default, float, "a number")
+def env_float(
+    name: str, default: Any, *, low: float | None = None, high: float | None = None
+) -> Any:
+    """Read a number variable (e.g. seconds), naming it when it is not a number or not within
+    bounds."""
+    return _env_number(name, default, float, "a number", low, high)
 
 
-def _env_number(name: str, default: Any, parse: Callable[[str], Any], what: str) -> Any:
+def _env_number(
+    name: str,
+    default: Any,
+    parse: Callable[[str], Any],
+    what: str,
+    low: float | None = None,
+    high: float | None = None,
+) -> Any:
     value = os.environ.get(name, "").strip()
     if not value:
         return default
     try:
-        return parse(value)
+        number = parse(value)
     except ValueError as error:
         raise ValueError(f"{name} must be {what}, got {value!r}") from error
+    if (low is not None and number < low) or (high is not None and number > high):
+        bounds = f"at least {low:g}" if high is None else f"between {low:g} and {high:g}"
+        raise ValueError(f"{name} must be {bounds}, got {value!r}")
+    return number
 
 
 def env_list(name: str, default: str) -> list[str]:
@@ -156,8 +170,8 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
                 "hosts": [REDIS_URL],
-                "capacity": env_int("POWERON_CHANNEL_CAPACITY", 1000),
-                "expiry": env_int("POWERON_CHANNEL_EXPIRY", 30),
+                "capacity": env_int("POWERON_CHANNEL_CAPACITY", 1000, low=1),
+                "expiry": env_int("POWERON_CHANNEL_EXPIRY", 30, low=1),
             },
         }
     }
@@ -166,8 +180,8 @@ else:
         "default": {
             "BACKEND": "channels.layers.InMemoryChannelLayer",
             "CONFIG": {
-                "capacity": env_int("POWERON_CHANNEL_CAPACITY", 1000),
-                "expiry": env_int("POWERON_CHANNEL_EXPIRY", 30),
+                "capacity": env_int("POWERON_CHANNEL_CAPACITY", 1000, low=1),
+                "expiry": env_int("POWERON_CHANNEL_EXPIRY", 30, low=1),
             },
         }
     }
@@ -186,7 +200,7 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = env_int("POWERON_LOGIN_FAILURE_LIMIT", 5)
+AXES_FAILURE_LIMIT = env_int("POWERON_LOGIN_FAILURE_LIMIT", 5, low=1)
 AXES_ENABLED = AXES_FAILURE_LIMIT > 0
 AXES_COOLOFF_TIME = timedelta(seconds=env_int("POWERON_LOGIN_COOLOFF_SECONDS", 900))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -213,7 +227,7 @@ MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
 MEDIA_URL = "media/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
-POWERON_MAX_UPLOAD_BYTES = env_int("POWERON_MAX_UPLOAD_BYTES", 20 * 1024 * 1024)
+POWERON_MAX_UPLOAD_BYTES = env_int("POWERON_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, low=1)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -221,29 +235,29 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 POWERON_LLM_BASE_URL = os.environ.get("POWERON_LLM_BASE_URL", "")
 POWERON_LLM_API_KEY = os.environ.get("POWERON_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
 POWERON_LLM_MODEL = os.environ.get("POWERON_LLM_MODEL", "gpt-4o-mini")
-POWERON_LLM_TIMEOUT = env_int("POWERON_LLM_TIMEOUT", 60)
+POWERON_LLM_TIMEOUT = env_float("POWERON_LLM_TIMEOUT", 60, low=1)
 # Seconds added to the timeout per 1,000 tokens of prompt and answer limit: for slow local
 # servers (a small model on a CPU reads about 50 tokens/s), 0 for hosted ones.
-POWERON_LLM_TIMEOUT_PER_1K = env_float("POWERON_LLM_TIMEOUT_PER_1K", 0.0)
+POWERON_LLM_TIMEOUT_PER_1K = env_float("POWERON_LLM_TIMEOUT_PER_1K", 0.0, low=0)
 # How far each call's JSON schema follows the live state: narrow (it also lists the documents
 # that exist: best for small local models), stable (the same schema across a task's calls, so a
 # provider's prompt cache holds), or auto: narrow for a server on this machine or a private
 # network, stable for a hosted provider.
 POWERON_LLM_SCHEMAS = os.environ.get("POWERON_LLM_SCHEMAS", "auto").strip().lower()
 # How long the demo model takes per call, typically (ms): it paces itself like a model.
-POWERON_DEMO_DELAY_MS = env_int("POWERON_DEMO_DELAY_MS", 500)
-POWERON_MAX_STEPS = env_int("POWERON_MAX_STEPS", 5)
-POWERON_TOKEN_BUDGET = env_int("POWERON_TOKEN_BUDGET", 200_000)  # per round
-POWERON_DAILY_TOKEN_BUDGET = env_int("POWERON_DAILY_TOKEN_BUDGET", 0)  # per workflow, 24 h
-POWERON_TIME_BUDGET = env_int("POWERON_TIME_BUDGET", 600)
+POWERON_DEMO_DELAY_MS = env_int("POWERON_DEMO_DELAY_MS", 500, low=0)
+POWERON_MAX_STEPS = env_int("POWERON_MAX_STEPS", 5, low=1, high=50)
+POWERON_TOKEN_BUDGET = env_int("POWERON_TOKEN_BUDGET", 200_000, low=0)  # per round
+POWERON_DAILY_TOKEN_BUDGET = env_int("POWERON_DAILY_TOKEN_BUDGET", 0, low=0)  # per workflow, 24 h
+POWERON_TIME_BUDGET = env_int("POWERON_TIME_BUDGET", 600, low=0)
 # Prices per million tokens for a model genai-prices does not know, or to replace its price
 # (a self-hosted model); input and output both set turn them on. Cached input defaults to
 # the input price. POWERON_DAILY_COST_BUDGET is in the same currency (0: off).
-POWERON_PRICE_INPUT = env_float("POWERON_PRICE_INPUT", None)
-POWERON_PRICE_CACHED_INPUT = env_float("POWERON_PRICE_CACHED_INPUT", None)
-POWERON_PRICE_OUTPUT = env_float("POWERON_PRICE_OUTPUT", None)
+POWERON_PRICE_INPUT = env_float("POWERON_PRICE_INPUT", None, low=0)
+POWERON_PRICE_CACHED_INPUT = env_float("POWERON_PRICE_CACHED_INPUT", None, low=0)
+POWERON_PRICE_OUTPUT = env_float("POWERON_PRICE_OUTPUT", None, low=0)
 POWERON_PRICE_CURRENCY = os.environ.get("POWERON_PRICE_CURRENCY", "").strip().upper() or "USD"
-POWERON_DAILY_COST_BUDGET = env_float("POWERON_DAILY_COST_BUDGET", 0)
+POWERON_DAILY_COST_BUDGET = env_float("POWERON_DAILY_COST_BUDGET", 0, low=0)
 # Where runs execute: "inline" in the web process that received the message, or "worker"
 # in `manage.py run_workers` processes (needs REDIS_URL, so the processes share a layer).
 POWERON_RUNNER = os.environ.get("POWERON_RUNNER", "inline").strip().lower()
@@ -251,22 +265,22 @@ if POWERON_RUNNER not in {"inline", "worker"}:
     raise ValueError(f"POWERON_RUNNER must be inline or worker, got {POWERON_RUNNER!r}")
 if POWERON_RUNNER == "worker" and not REDIS_URL:
     raise ValueError("POWERON_RUNNER=worker needs REDIS_URL: workers and web share Redis")
-POWERON_WORKER_CONCURRENCY = env_int("POWERON_WORKER_CONCURRENCY", 8)
+POWERON_WORKER_CONCURRENCY = env_int("POWERON_WORKER_CONCURRENCY", 8, low=1)
 # Durable runs (DBOS): the release whose runs this process resumes, this process's stable
 # name among the processes that run rounds, where the checkpoints live (default: SQLite under
 # POWERON_VAR_DIR, or the PostgreSQL app database in schema "dbos"), and failover.
 POWERON_APP_VERSION = os.environ.get("POWERON_APP_VERSION", "0.3.0")
 POWERON_EXECUTOR_ID = os.environ.get("POWERON_EXECUTOR_ID", "local")
 POWERON_DBOS_DATABASE_URL = os.environ.get("POWERON_DBOS_DATABASE_URL", "")
-POWERON_FAILOVER_SECONDS = env_float("POWERON_FAILOVER_SECONDS", 60.0)
-POWERON_QUEUE_POLL_SECONDS = env_float("POWERON_QUEUE_POLL_SECONDS", 1.0)
-POWERON_MAX_RUNS_PER_USER = env_int("POWERON_MAX_RUNS_PER_USER", 4)
+POWERON_FAILOVER_SECONDS = env_float("POWERON_FAILOVER_SECONDS", 60.0, low=1)
+POWERON_QUEUE_POLL_SECONDS = env_float("POWERON_QUEUE_POLL_SECONDS", 1.0, low=0.01)
+POWERON_MAX_RUNS_PER_USER = env_int("POWERON_MAX_RUNS_PER_USER", 4, low=0)
 # Rates per user over the last hour, counted from the database (so across processes): files
 # uploaded, and messages that start a round. 0: no limit.
-POWERON_MAX_UPLOADS_PER_HOUR = env_int("POWERON_MAX_UPLOADS_PER_HOUR", 100)
-POWERON_MAX_ROUNDS_PER_HOUR = env_int("POWERON_MAX_ROUNDS_PER_HOUR", 60)
+POWERON_MAX_UPLOADS_PER_HOUR = env_int("POWERON_MAX_UPLOADS_PER_HOUR", 100, low=0)
+POWERON_MAX_ROUNDS_PER_HOUR = env_int("POWERON_MAX_ROUNDS_PER_HOUR", 60, low=0)
 # A viewer that heard nothing for this long asks the database for events the layer dropped.
-POWERON_CATCH_UP_SECONDS = env_float("POWERON_CATCH_UP_SECONDS", 3.0)
+POWERON_CATCH_UP_SECONDS = env_float("POWERON_CATCH_UP_SECONDS", 3.0, low=0.05)
 
 # Documents are parsed in a child process with these limits (per document).
 POWERON_DOCUMENT_PARSE_TIMEOUT = env_float("POWERON_DOCUMENT_PARSE_TIMEOUT", 30.0)
@@ -280,10 +294,10 @@ POWERON_TAVILY_URL = os.environ.get("POWERON_TAVILY_URL", "https://api.tavily.co
 POWERON_SEARXNG_URL = os.environ.get("POWERON_SEARXNG_URL", "")
 POWERON_FETCH_ALLOW_HOSTS = env_list("POWERON_FETCH_ALLOW_HOSTS", "")
 POWERON_FETCH_MAX_BYTES = env_int("POWERON_FETCH_MAX_BYTES", 5 * 1024 * 1024)
-POWERON_FETCH_TIMEOUT = env_int("POWERON_FETCH_TIMEOUT", 10)
-POWERON_SCRAPE_MAX_PAGES = env_int("POWERON_SCRAPE_MAX_PAGES", 5)
-POWERON_CRAWL_MAX_PAGES = env_int("POWERON_CRAWL_MAX_PAGES", 10)
-POWERON_CRAWL_MAX_DEPTH = env_int("POWERON_CRAWL_MAX_DEPTH", 2)
+POWERON_FETCH_TIMEOUT = env_int("POWERON_FETCH_TIMEOUT", 10, low=1)
+POWERON_SCRAPE_MAX_PAGES = env_int("POWERON_SCRAPE_MAX_PAGES", 5, low=1)
+POWERON_CRAWL_MAX_PAGES = env_int("POWERON_CRAWL_MAX_PAGES", 10, low=1)
+POWERON_CRAWL_MAX_DEPTH = env_int("POWERON_CRAWL_MAX_DEPTH", 2, low=0)
 POWERON_WEB_ENRICHMENT = env_bool("POWERON_WEB_ENRICHMENT", True)
 POWERON_APPROVAL_METHODS = env_list("POWERON_APPROVAL_METHODS", "")
 # MCP servers whose tools join the catalog: JSON (name -> {command | url, headers, env, tools,

@@ -86,10 +86,21 @@ def test_model_key_falls_back_to_openai_api_key(tmp_path):
     assert probe(tmp_path, OPENAI_API_KEY="sk-a", POWERON_LLM_API_KEY="k-b")["api_key"] == "k-b"
 
 
-def test_bad_integer_names_the_variable(tmp_path):
-    """A non-numeric POWERON_MAX_STEPS stops start-up with the variable named."""
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("POWERON_MAX_STEPS", "five", "POWERON_MAX_STEPS must be an integer, got 'five'"),
+        # Out of bounds: every round would fail inside instead.
+        ("POWERON_MAX_STEPS", "0", "POWERON_MAX_STEPS must be between 1 and 50, got '0'"),
+        ("POWERON_WORKER_CONCURRENCY", "0", "POWERON_WORKER_CONCURRENCY must be at least 1"),
+        ("POWERON_FAILOVER_SECONDS", "-5", "POWERON_FAILOVER_SECONDS must be at least 1"),
+    ],
+)
+def test_a_bad_number_stops_start_up_naming_the_variable(tmp_path, variable, value, said):
+    """A value that is not a number, or out of its bounds, stops start-up with the variable
+    named."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERON_")}
-    env.update(POWERON_VAR_DIR=str(tmp_path), POWERON_MAX_STEPS="five")
+    env.update({"POWERON_VAR_DIR": str(tmp_path), variable: value})
     result = subprocess.run(
         [sys.executable, "-c", "import poweron.settings"],
         cwd=ROOT,
@@ -98,7 +109,18 @@ def test_bad_integer_names_the_variable(tmp_path):
         text=True,
     )
     assert result.returncode != 0
-    assert "POWERON_MAX_STEPS must be an integer" in result.stderr
+    assert said in result.stderr
+
+
+def test_a_model_call_may_last_a_fraction_of_a_second_more(tmp_path):
+    """POWERON_LLM_TIMEOUT takes seconds with a fraction, like the other durations."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERON_")}
+    env.update(POWERON_VAR_DIR=str(tmp_path), POWERON_LLM_TIMEOUT="1.5")
+    code = "import poweron.settings as s; print(s.POWERON_LLM_TIMEOUT)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.stdout.strip() == "1.5"
 
 
 @pytest.mark.django_db

@@ -118,7 +118,7 @@ def model_advice() -> dict[str, str]:
     return {
         "unreachable": f"Check POWERON_LLM_BASE_URL (now {where}) and that the server runs.",
         "timeout": (
-            f"Raise POWERON_LLM_TIMEOUT (now {settings.POWERON_LLM_TIMEOUT} s) or, for a slow "
+            f"Raise POWERON_LLM_TIMEOUT (now {settings.POWERON_LLM_TIMEOUT:g} s) or, for a slow "
             "local server, POWERON_LLM_TIMEOUT_PER_1K; or check the server's load."
         ),
         "auth": "Check POWERON_LLM_API_KEY (or OPENAI_API_KEY).",
