@@ -304,13 +304,38 @@ POWERON_APPROVAL_METHODS = env_list("POWERON_APPROVAL_METHODS", "")
 # approval, timeout, max_output_chars}) or "@/path/to/servers.json". See the README's Tools.
 POWERON_MCP_SERVERS = os.environ.get("POWERON_MCP_SERVERS", "")
 
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").strip().upper()
+if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    levels = "DEBUG, INFO, WARNING, ERROR or CRITICAL"
+    raise ValueError(f"LOG_LEVEL must be {levels}, got {LOG_LEVEL!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "formatters": {
+        # When, how bad and where from, on every line (DBOS's lines say it their own way).
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "filters": {
+        # A request for a host not in ALLOWED_HOSTS (scanners send many) is one line, not
+        # a traceback.
+        "no_traceback": {"()": "poweron.logs.WithoutTraceback"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "one_line": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["no_traceback"],
+        },
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.channels.server": {"level": "WARNING"},
         "axes": {"level": "WARNING"},  # lockouts only, not every sign-in
+        "django.security.DisallowedHost": {
+            "handlers": ["one_line"],
+            "level": "WARNING",
+            "propagate": False,
+        },
     },
 }

@@ -170,6 +170,14 @@ async def test_start_up_rehearses_without_a_request_and_a_failed_rehearsal_only_
     assert "start-up rehearsal failed" in caplog.text
 
 
+async def test_a_mistake_in_the_mcp_configuration_is_logged_at_start(settings, caplog):
+    """An operator reads what is wrong with POWERON_MCP_SERVERS when the process starts,
+    not at the first run."""
+    settings.POWERON_MCP_SERVERS = "{bad"
+    await setup.warm_up()
+    assert "POWERON_MCP_SERVERS" in caplog.text
+
+
 async def test_start_up_starts_the_document_parser_and_settings_reach_its_limits(settings):
     """warm_up starts the process that parses documents (the first read does not wait for
     it), and the POWERON_DOCUMENT_* settings become the parse limits."""

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from io import StringIO
@@ -232,3 +233,23 @@ def test_the_durable_runtime_reaches_postgresql_with_any_password(settings):
         "app", "p@ss/w0rd:x", "127.0.0.1", 5433, "poweron",
     )  # fmt: skip
     assert url.query == {"sslmode": "require"}
+
+
+def test_log_lines_say_when_how_bad_and_where_and_a_foreign_host_is_one_line():
+    """Every line carries its time, level and logger; a request for a host the app does not
+    serve (scanners send many) is logged in one line, without a traceback."""
+    import logging
+
+    try:
+        raise ValueError("Invalid HTTP_HOST header: 'scanner.example'")
+    except ValueError:
+        record = logging.LogRecord(
+            "django.security.DisallowedHost", logging.ERROR, __file__, 1,
+            "Invalid HTTP_HOST header: 'scanner.example'", None, sys.exc_info(),
+        )  # fmt: skip
+    handlers = logging.getLogger("django.security.DisallowedHost").handlers
+    (handler,) = [h for h in handlers if isinstance(h, logging.StreamHandler) and h.filters]
+    assert handler.filter(record)
+    line = handler.format(record)
+    assert "Traceback" not in line and "\n" not in line
+    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ ERROR django.security.Disallowed", line)

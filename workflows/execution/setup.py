@@ -90,6 +90,7 @@ async def warm_up() -> None:
     first run pays for none of it. A rehearsal that fails is logged; the start goes on."""
     preload()
     isolation.start_zygote()  # the process that parses documents, so the first read is quick
+    site_mcp_servers()  # a mistake in POWERON_MCP_SERVERS is logged now, not at a first run
     if not model_configured():
         return
     import anyio
