@@ -253,3 +253,26 @@ def test_log_lines_say_when_how_bad_and_where_and_a_foreign_host_is_one_line():
     line = handler.format(record)
     assert "Traceback" not in line and "\n" not in line
     assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ ERROR django.security.Disallowed", line)
+
+
+def test_a_web_process_whose_database_is_unreachable_stops_and_says_why(tmp_path):
+    """Daphne cannot start the durable runtime (its database refuses connections): it logs
+    why, with the password masked, and exits non-zero for its supervisor to restart it,
+    instead of serving pages whose runs never start."""
+    from tests.support.apps import free_port
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERON_")}
+    env.update(
+        POWERON_VAR_DIR=str(tmp_path),
+        DATABASE_URL="postgres://postgres:pw-not-shown@127.0.0.1:1/nowhere",
+    )
+    command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(free_port())]
+    result = subprocess.run(
+        [*command, "poweron.asgi:application"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 3
+    assert "PowerOn cannot start its durable runtime (DBOS at postgresql://postgres:***@" in (
+        result.stderr
+    )
+    assert "pw-not-shown" not in result.stderr + result.stdout

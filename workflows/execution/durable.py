@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sqlite3
 import sys
 import uuid
@@ -64,6 +65,15 @@ def system_database_url(database: dict[str, Any] | None = None) -> str:
         )
         return url.render_as_string(hide_password=False)
     return f"sqlite:///{Path(settings.VAR_DIR) / 'dbos.sqlite'}"
+
+
+def redacted_url(url: str) -> str:
+    """A database URL to log: its password masked."""
+    if url.startswith("sqlite"):
+        return url
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
 
 
 def config(*, executor_id: str | None = None) -> dict[str, Any]:
@@ -154,7 +164,16 @@ def launch_with_daphne(watch: Callable[[], Awaitable[None]]) -> None:
     async def start() -> None:
         if runs_rounds:
             await setup.warm_up()  # the model's client, in the loop the rounds run in
-        await launch(queues=None if runs_rounds else [])
+        try:
+            await launch(queues=None if runs_rounds else [])
+        except Exception as error:  # noqa: BLE001 - said, then the process ends
+            logger.critical(
+                "PowerOn cannot start its durable runtime (DBOS at %s): %s. Without it no run "
+                "can start or resume; this process stops so that its supervisor restarts it.",
+                redacted_url(system_database_url()),
+                error,
+            )
+            os._exit(3)  # Daphne would go on serving pages whose runs never start
         if runs_rounds:
             await warm_up()  # DBOS's own first steps, before the first round's
         await watch()
