@@ -137,3 +137,19 @@ async def test_stored_deltas_are_few_per_second(alice, model):
     await launcher.wait_for(workflow.pk)
     stored = await workflow.events.filter(type="delta").acount()
     assert 1 <= stored < 20
+
+
+async def test_a_channel_layer_that_cannot_be_reached_is_said_at_start(settings, caplog):
+    """With Redis out of reach (a closed loopback port) the start-up check says so, naming
+    the setting, and the process goes on; the in-memory layer passes it."""
+    from workflows.live import broadcast
+
+    assert await broadcast.check_layer()
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": ["redis://127.0.0.1:1/0"]},
+        }
+    }
+    assert not await broadcast.check_layer()
+    assert "The channel layer cannot be reached" in caplog.text and "REDIS_URL" in caplog.text

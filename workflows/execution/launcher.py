@@ -71,7 +71,9 @@ def queued_record(workflow_id: int, round: int) -> Envelope:
 async def watch_runs() -> None:
     """Every few seconds, in every process: fail over the runs of processes that died, and
     settle the runs that will not run again (a run stopped while its process was dead stays
-    "stopping" otherwise), or say that they wait for a worker again; viewers see it."""
+    "stopping" otherwise), or say that they wait for a worker again; viewers see it. First,
+    say in the log whether the channel layer answers."""
+    await broadcast.check_layer()
     while True:
         await asyncio.sleep(durable.watch_interval())
         try:

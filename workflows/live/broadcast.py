@@ -113,3 +113,23 @@ async def _send(group: str, message: dict[str, Any], *, what: str) -> bool:
         logger.warning("could not send %s to %s: %s: %s", what, group, type(error).__name__, error)
         return False
     return True
+
+
+async def check_layer() -> bool:
+    """Whether the channel layer takes a message, said in the log at start (a Redis that
+    cannot be reached would otherwise show only as one warning per event later)."""
+    try:
+        await asyncio.wait_for(
+            get_channel_layer().group_send("poweron.start", {"type": "start.check"}),
+            SEND_TIMEOUT_SECONDS,
+        )
+    except Exception as error:  # noqa: BLE001 - said, and the process goes on
+        logger.error(
+            "The channel layer cannot be reached (%s: %s): live events will not reach viewers "
+            "until it can; their pages catch up from the database every few seconds. Check "
+            "REDIS_URL and that Redis runs.",
+            type(error).__name__,
+            error,
+        )
+        return False
+    return True
