@@ -142,11 +142,15 @@ async def warm_up() -> None:
 
 
 def _stops_are_not_errors(record: logging.LogRecord) -> bool:
-    """DBOS logs a cancelled workflow as an error with a traceback; a stop is not one."""
+    """DBOS logs a cancelled workflow as an error with a traceback; a stop is not one. Nor is
+    a round handed back when its worker stops (DBOS warns once per round then)."""
     error = record.exc_info[1] if record.exc_info else None
     if isinstance(error, DBOSAwaitedWorkflowCancelledError):
         return False
-    return "was cancelled during execution" not in record.getMessage()
+    message = record.getMessage()
+    if shutting_down and message.startswith("Asyncio task cancelled for workflow or step"):
+        return False
+    return "was cancelled during execution" not in message
 
 
 def launch_with_daphne(watch: Callable[[], Awaitable[None]]) -> None:
