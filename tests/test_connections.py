@@ -205,3 +205,15 @@ def test_a_providers_key_is_replaced_and_kept_when_left_empty(alice_client, alic
     assert alice_client.post(url, {"secret": "k2"}).status_code == 302
     connection.refresh_from_db()
     assert connection.secret == "k2"
+
+
+def test_an_allowed_origin_lets_in_that_port_of_a_private_host_only(alice_client, alice, settings):
+    """With POWERON_FETCH_ALLOW_HOSTS=127.0.0.1:8731 a user may add the server on that port,
+    not one on another port of the same host."""
+    settings.POWERON_FETCH_ALLOW_HOSTS = ["127.0.0.1:8731"]
+    page = reverse("workflows:connections")
+    ok = {"label": "intranet", "kind": "mcp", "url": "http://127.0.0.1:8731/mcp"}
+    assert alice_client.post(page, ok).status_code == 302
+    other = {"label": "database", "kind": "mcp", "url": "http://127.0.0.1:5432/mcp"}
+    refused = alice_client.post(page, other)
+    assert refused.status_code == 400 and "only public servers" in refused.content.decode()

@@ -40,7 +40,7 @@ class McpChecks:
         """An MCP server's label and URL, checked for `owner`: errors go on the fields."""
         from workflows.execution.setup import site_mcp_servers
         from workflows.tools import mcp_servers
-        from workflows.tools.addresses import literal_reason
+        from workflows.tools.addresses import is_allowed, literal_reason
 
         if label:
             name = mcp_servers.server_name(label)
@@ -55,8 +55,9 @@ class McpChecks:
             self.add_error("url", "An MCP server's URL starts with https:// (or http://).")
             return
         host = (parts.hostname or "").lower()
+        port = parts.port or (443 if parts.scheme == "https" else 80)
         reason = literal_reason(host)
-        if reason and host not in settings.POWERON_FETCH_ALLOW_HOSTS:
+        if reason and not is_allowed(host, port, settings.POWERON_FETCH_ALLOW_HOSTS):
             self.add_error("url", f"{host} is {reason}: only public servers can be added.")
 
     def _check_server_name(self, owner: Any, label: str, name: str, site: Sequence[Any]) -> None:

@@ -331,3 +331,21 @@ async def test_a_users_server_is_listed_and_called_over_the_pinned_address(monke
             result = await add.run(add.Parameters.model_validate({"a": 2, "b": 3}), None)
     assert result.success and "5" in result.documents[0].data.decode()
     assert lookups == ["mcp.rebind.invalid"]
+
+
+async def test_the_operators_allow_list_means_the_same_to_mcp_as_to_the_fetcher():
+    """POWERON_FETCH_ALLOW_HOSTS: `host:port` allows that origin alone, a bare host every port
+    of it, for a user's MCP server as for the fetcher (decided before any connection)."""
+    from workflows.tools.addresses import is_allowed
+    from workflows.tools.mcp_http import ServerUnavailable, check_address
+
+    assert is_allowed("127.0.0.1", 8731, ["127.0.0.1:8731"])
+    assert not is_allowed("127.0.0.1", 5432, ["127.0.0.1:8731"])
+    assert is_allowed("127.0.0.1", 5432, ["127.0.0.1"])
+    assert is_allowed("::1", 8080, ["[::1]:8080"]) and not is_allowed("::1", 80, ["[::1]:8080"])
+    allowed = frozenset({"127.0.0.1:8731"})
+    mine = McpServer(name="mine", url="http://127.0.0.1:8731/mcp", owner=7)
+    assert await check_address(mine, allowed) is None  # allowed: nothing to pin
+    other_port = McpServer(name="mine", url="http://127.0.0.1:5432/mcp", owner=7)
+    with pytest.raises(ServerUnavailable, match="refused"):
+        await check_address(other_port, allowed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -75,6 +76,16 @@ class Target:
     def site(self) -> str:
         """scheme://host[:port], the key robots.txt is cached under."""
         return f"{self.url.scheme}://{self.host_header}"
+
+
+def is_allowed(host: str, port: int, allow_hosts: Iterable[str]) -> bool:
+    """Whether the operator allowed this non-public address (POWERON_FETCH_ALLOW_HOSTS): an
+    entry `host:port` allows that origin, a bare `host` every port of it (the fetcher and
+    users' MCP servers read the list alike)."""
+    host = host.lower()
+    bracketed = f"[{host}]" if ":" in host else host
+    allowed = set(allow_hosts)
+    return host in allowed or f"{bracketed}:{port}" in allowed
 
 
 def literal_address(host: str) -> IPAddress | None:

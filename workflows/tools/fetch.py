@@ -29,6 +29,7 @@ import httpx
 from .addresses import (
     AddressRefused,
     Target,
+    is_allowed,
     is_local_name,
     literal_address,
     non_public_reason,
@@ -217,8 +218,7 @@ class SafeFetcher:
             raise FetchBlocked(str(error), url=url) from None
 
     def _allowed(self, target: Target) -> bool:
-        allowed = self.settings.allow_hosts
-        return target.origin in allowed or target.host in allowed
+        return is_allowed(target.host, target.port, self.settings.allow_hosts)
 
     async def _addresses(self, target: Target, *, trusted: bool) -> list[str]:
         """Resolve the target and check every address; the checked ones are connected to."""

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from .addresses import literal_address, literal_reason, non_public_reason
+from .addresses import is_allowed, literal_address, literal_reason, non_public_reason
 
 
 class ServerSpec(Protocol):
@@ -137,15 +137,15 @@ async def check_address(
         return None
     parts = urlsplit(server.url)
     host = (parts.hostname or "").lower()
-    origin = f"{parts.scheme}://{parts.netloc}".lower()
-    if host in allow_hosts or origin in allow_hosts:
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if is_allowed(host, port, allow_hosts):
         return None
     if reason := literal_reason(host):
         raise refusal(server, host, reason)
     if literal_address(host) is not None:
         return None  # a public literal address: nothing to resolve again
     try:
-        found = await resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
+        found = await resolve(host, port)
     except OSError as error:
         raise ServerUnavailable(
             f"MCP server {server.name}: {host} could not be resolved ({error})"
