@@ -126,7 +126,8 @@ def test_an_mcp_connection_in_admin_has_its_url_and_the_users_checks(admin_clien
     fields = {"owner": alice.pk, "label": "wiki", "kind": "mcp", "secret": ""}
     refused = admin_client.post(url, {**fields, "url": "http://192.0.2.10/mcp"})
     assert refused.status_code == 200 and "reserved for documentation" in refused.content.decode()
-    unknown = admin_client.post(url, {**fields, "kind": "searxng", "url": connection.url})
+    add = reverse("admin:workflows_connection_add")
+    unknown = admin_client.post(add, {**fields, "label": "other", "kind": "searxng"})
     assert "Select a valid choice" in unknown.content.decode()
     moved = admin_client.post(url, {**fields, "url": "https://mcp.example.org/v2"})
     assert moved.status_code == 302
@@ -210,3 +211,27 @@ def test_steps_are_found_by_their_action(admin_client, alice):
     url = reverse("admin:workflows_steprecord_changelist")
     page = admin_client.get(url, {"q": "calc"}).content.decode()
     assert "1 result" in page and "calc.add" in page and "web.search" not in page
+
+
+def test_admin_cannot_turn_a_users_secret_into_a_token_for_another_server(
+    admin_client, alice, admin_user
+):
+    """A stored secret stays with its owner and its kind (those fields are read only once
+    saved), and an MCP server moved to another address needs its token again."""
+    key = services.connection_create(owner=alice, label="search", kind="tavily", secret="tvly-1")
+    url = reverse("admin:workflows_connection_change", args=[key.pk])
+    fields = {"owner": admin_user.pk, "label": "search", "kind": "mcp", "secret": "",
+              "url": "https://203.0.113.9/mcp"}  # fmt: skip
+    admin_client.post(url, fields)
+    key.refresh_from_db()
+    assert (key.owner, key.kind, key.secret) == (alice, "tavily", "tvly-1")
+    wiki = services.connection_create(
+        owner=alice, label="wiki", kind="mcp", secret="WIKI-1", url="https://mcp.example.org/mcp"
+    )
+    url = reverse("admin:workflows_connection_change", args=[wiki.pk])
+    moved = {"owner": alice.pk, "label": "wiki", "kind": "mcp", "secret": "",
+             "url": "https://mcp.example.net/mcp"}  # fmt: skip
+    page = admin_client.post(url, moved).content.decode()
+    assert "needs its token again" in page
+    wiki.refresh_from_db()
+    assert wiki.url == "https://mcp.example.org/mcp"

@@ -217,3 +217,25 @@ def test_an_allowed_origin_lets_in_that_port_of_a_private_host_only(alice_client
     other = {"label": "database", "kind": "mcp", "url": "http://127.0.0.1:5432/mcp"}
     refused = alice_client.post(page, other)
     assert refused.status_code == 400 and "only public servers" in refused.content.decode()
+
+
+def test_a_kept_token_never_follows_the_server_to_another_address(alice_client, alice):
+    """Moving a server to another origin needs its token again: the stored one goes only
+    where it was given (someone holding the session could otherwise send it to a server of
+    theirs). Another path on the same origin keeps it."""
+    connection = services.connection_create(
+        owner=alice, label="wiki", kind="mcp", secret="WIKI-TOKEN-42",
+        url="https://mcp.example.org/mcp",
+    )  # fmt: skip
+    url = reverse("workflows:connection-edit", args=[connection.pk])
+    moved = alice_client.post(url, {"url": "https://mcp.example.net/mcp", "secret": ""})
+    assert moved.status_code == 400
+    assert "needs its token again" in moved.content.decode()
+    connection.refresh_from_db()
+    assert connection.url == "https://mcp.example.org/mcp"
+    same_origin = {"url": "https://mcp.example.org/v2", "secret": ""}
+    assert alice_client.post(url, same_origin).status_code == 302
+    given = {"url": "https://mcp.example.net/mcp", "secret": "NEW-TOKEN"}
+    assert alice_client.post(url, given).status_code == 302
+    connection.refresh_from_db()
+    assert (connection.url, connection.secret) == ("https://mcp.example.net/mcp", "NEW-TOKEN")

@@ -29,6 +29,30 @@ CONNECTION_KINDS = [("tavily", "Tavily (web search)"), ("mcp", "MCP server (stre
 """What a connection can be."""
 
 
+def origin_of(url: str) -> tuple[str, str, int]:
+    """scheme, host and port: where a server's token is sent."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.scheme, (parts.hostname or "").lower(), port
+
+
+RETARGETED = (
+    "A new server address needs its token again: the stored one was given for {old} only, "
+    "and is never sent anywhere else."
+)
+
+
+def kept_secret_retargeted(instance: Connection, url: str, secret: str) -> str:
+    """The refusal when a stored secret would be kept while the server's address moves to
+    another origin ("" when it is not): a kept token goes only where it was given."""
+    if not instance.pk or secret or not instance.secret or not instance.url:
+        return ""
+    if origin_of(instance.url) == origin_of(url):
+        return ""
+    scheme, host, port = origin_of(instance.url)
+    return RETARGETED.format(old=f"{scheme}://{host}:{port}")
+
+
 class McpChecks:
     """The checks of a user's own MCP server, for the forms that add one (the user's and the
     admin's): its label names its tools, its URL must be a public http(s) address."""
@@ -141,6 +165,8 @@ class ConnectionForm(McpChecks, forms.ModelForm):
         kind, url = data.get("kind"), data.get("url", "")
         if kind == "mcp":
             self.check_mcp(self.owner, data.get("label", ""), url)
+            if refusal := kept_secret_retargeted(self.instance, url, data.get("secret", "")):
+                self.add_error("secret", refusal)
         else:
             if url:
                 self.add_error("url", "Only an MCP server has a URL.")

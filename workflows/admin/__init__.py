@@ -13,7 +13,7 @@ from django.urls import path
 from workflows import pricing, selectors
 from workflows.engine.demo import DEMO_LABEL
 from workflows.execution import durable
-from workflows.forms import CONNECTION_KINDS, McpChecks
+from workflows.forms import CONNECTION_KINDS, McpChecks, kept_secret_retargeted
 from workflows.models import (
     ChatDocument,
     ChatMessage,
@@ -289,12 +289,21 @@ class ConnectionForm(McpChecks, forms.ModelForm):
         model = Connection
         fields = ("owner", "label", "kind", "url", "secret")
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:  # a stored secret stays with its owner and what it is for
+            self.fields["owner"].disabled = True
+            self.fields["kind"].disabled = True
+
     def clean(self) -> dict:
         data = super().clean()
-        secret = data.get("secret", "") or (self.instance.secret if self.instance.pk else "")
+        given = data.get("secret", "")
+        secret = given or (self.instance.secret if self.instance.pk else "")
         data["secret"] = secret
         if data.get("kind") == "mcp":
             self.check_mcp(data.get("owner"), data.get("label", ""), data.get("url", ""))
+            if refusal := kept_secret_retargeted(self.instance, data.get("url", ""), given):
+                self.add_error("secret", refusal)
         else:
             if data.get("url"):
                 self.add_error("url", "Only an MCP server has a URL.")
