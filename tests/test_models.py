@@ -3,7 +3,7 @@
 import pytest
 from django.db import IntegrityError, transaction
 
-from workflows import services
+from workflows import event_log, services
 from workflows.models import ChatWorkflow, Connection, WorkflowEvent
 
 pytestmark = pytest.mark.django_db
@@ -14,9 +14,9 @@ def test_event_append_gives_increasing_seq_per_workflow(alice):
     first = services.workflow_create(owner=alice)
     second = services.workflow_create(owner=alice)
     seqs = [
-        services.event_append(workflow_id=first.pk, type="status", payload={}).seq for _ in "abc"
+        event_log.event_append(workflow_id=first.pk, type="status", payload={}).seq for _ in "abc"
     ]
-    other = services.event_append(workflow_id=second.pk, type="status", payload={}).seq
+    other = event_log.event_append(workflow_id=second.pk, type="status", payload={}).seq
     assert seqs == [1, 2, 3]
     assert other == 1
     first.refresh_from_db()

@@ -5,6 +5,7 @@ one comes up. Nothing is lost, run twice or left "running"."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 
@@ -149,18 +150,29 @@ async def watch_until(socket, done, events: list[dict], seconds: float) -> list[
     return events
 
 
+@contextlib.asynccontextmanager
+async def round_of_a_killed_worker(cluster, text: str):
+    """A web process and one worker; a round is sent and, once its first action is chosen,
+    the worker is killed -9. Yields the viewer's socket and the events read so far."""
+    port = cluster.web()
+    worker = cluster.worker(executor_id="doomed")
+    cookie, workflow_id = sign_in_and_create_workflow(port)
+    url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
+    async with connect(url, additional_headers={"Cookie": cookie}) as socket:
+        await socket.send(json.dumps({"action": "send", "text": text}))
+        events = await watch_until(socket, lambda e: e["type"] == "plan", [], 60)
+        worker.kill()
+        yield socket, events
+
+
 async def test_a_round_whose_worker_died_waits_as_queued_then_a_new_worker_ends_it(cluster):
     """The only worker is killed -9 mid-round: viewers see the round wait as queued (not
     "running" for ever) once the failover delay has passed, and a worker that comes up
     later resumes and completes it."""
-    port = cluster.web()
-    worker = cluster.worker(executor_id="alone")
-    cookie, workflow_id = sign_in_and_create_workflow(port)
-    url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
-    async with connect(url, additional_headers={"Cookie": cookie}) as socket:
-        await socket.send(json.dumps({"action": "send", "text": "Think while I pull the plug"}))
-        events = await watch_until(socket, lambda e: e["type"] == "plan", [], 60)
-        worker.kill()
+    async with round_of_a_killed_worker(cluster, "Think while I pull the plug") as (
+        socket,
+        events,
+    ):
         waits = lambda e: e["type"] == "run" and e["payload"]["status"] == "queued"  # noqa: E731
         await watch_until(socket, waits, events, FAILOVER + 20)
         assert "waits for another" in events[-1]["payload"]["reason"]
@@ -173,14 +185,7 @@ async def test_stopping_a_round_whose_worker_died_ends_it(cluster):
     """Stop reaches a round whose worker was killed -9 and no other took it: it ends as
     stopped once the failover delay has passed (it stayed "stopping" for good), and the
     workflow takes a new message."""
-    port = cluster.web()
-    worker = cluster.worker(executor_id="doomed")
-    cookie, workflow_id = sign_in_and_create_workflow(port)
-    url = f"ws://127.0.0.1:{port}/ws/workflows/{workflow_id}/?format=json"
-    async with connect(url, additional_headers={"Cookie": cookie}) as socket:
-        await socket.send(json.dumps({"action": "send", "text": "Think, then be stopped"}))
-        events = await watch_until(socket, lambda e: e["type"] == "plan", [], 60)
-        worker.kill()
+    async with round_of_a_killed_worker(cluster, "Think, then be stopped") as (socket, events):
         await socket.send(json.dumps({"action": "stop"}))
         await watch_until(socket, is_final, events, FAILOVER + 20)
         assert events[-1]["payload"]["status"] == "stopped"

@@ -17,7 +17,7 @@ import django
 django.setup()
 from django.contrib.auth import get_user_model
 from django.db import connection
-from workflows import services
+from workflows import event_log, services
 from workflows.models import WorkflowEvent
 
 assert connection.vendor == "postgresql", connection.vendor
@@ -28,7 +28,7 @@ errors = []
 def append_many():
     try:
         for index in range(25):
-            services.event_append(workflow_id=workflow.pk, type="status", payload={"i": index})
+            event_log.event_append(workflow_id=workflow.pk, type="status", payload={"i": index})
     except Exception as error:
         errors.append(repr(error))
     finally:

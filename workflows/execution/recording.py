@@ -14,7 +14,7 @@ from decimal import Decimal
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
-from workflows import services
+from workflows import event_log
 from workflows.contract import Envelope, NoticeEvent, payload_of
 from workflows.engine.events import BaseEvent, MessageEvent, UsageEvent
 from workflows.engine.money import Cost
@@ -73,7 +73,7 @@ def _record(
                     message = message_store(workflow_id, event)
                     event = event.model_copy(update={"messageId": message.pk})
             new.append(
-                services.NewEvent(
+                event_log.NewEvent(
                     type=event.type,
                     payload=payload_of(event),
                     round=event.round,
@@ -85,7 +85,7 @@ def _record(
             )
         if not new:
             return []
-        rows = services.events_append(workflow_id=workflow_id, events=new)
+        rows = event_log.events_append(workflow_id=workflow_id, events=new)
         return [Envelope.from_row(row) for row in rows]
 
 
