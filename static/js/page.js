@@ -2,6 +2,18 @@
 (function () {
   "use strict";
 
+  // A message from the last request (deleted, refused) can be dismissed: it says nothing
+  // about what happens after it.
+  document.querySelectorAll(".flash").forEach(function (flash) {
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "flash-close";
+    close.textContent = "×";
+    close.setAttribute("aria-label", "Dismiss this message");
+    close.addEventListener("click", function () { flash.remove(); });
+    flash.append(close);
+  });
+
   // A form with data-confirm asks before it is sent.
   document.addEventListener("submit", function (evt) {
     const message = evt.target.dataset && evt.target.dataset.confirm;

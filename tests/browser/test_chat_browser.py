@@ -452,3 +452,16 @@ def test_reasoning_shows_the_files_read_first_then_its_thoughts(page, app_url, m
     thoughts = [page.locator(f"#task-1-1 #thought-1-{n}").bounding_box() for n in (1, 2)]
     assert step["y"] < thoughts[0]["y"] < thoughts[1]["y"]
     settled_everywhere(page)
+
+
+def test_a_message_of_the_last_request_can_be_dismissed(page, app_url):
+    """Deleting a workflow (after its confirmation) says so on the next page; the message
+    can be dismissed, from the keyboard too."""
+    sign_in_to_new_workflow(page, app_url)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("form.inline-form button:has-text('Delete')")
+    flash = page.wait_for_selector(".flash:has-text('Deleted')")
+    page.focus(".flash .flash-close")
+    page.keyboard.press("Enter")
+    flash.wait_for_element_state("hidden")
+    assert page.locator(".flash").count() == 0
