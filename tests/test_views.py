@@ -106,6 +106,10 @@ def test_the_markdown_export_says_how_each_round_ended_and_what_it_reran(alice_c
         services.message_create(workflow=workflow, role="user", content=text, round=round, reruns=1)
     text = alice_client.get(reverse("workflows:export", args=[workflow.pk, "md"])).content.decode()
     assert "## Round 1 — failed\n" in text
+    workflow.title = "Follow-up <b>test</b> & co"
+    workflow.save()
+    text = alice_client.get(reverse("workflows:export", args=[workflow.pk, "md"])).content.decode()
+    assert text.startswith("# Follow-up &lt;b&gt;test&lt;/b&gt; & co\n")  # shown as typed
     assert "## Round 2\n" in text  # not ended: nothing said
     assert "### User (round 1 again)\n\nFind X" in text
     assert "### User (edited from round 1)\n\nFind Y" in text

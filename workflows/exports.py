@@ -66,7 +66,7 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
     what each round and step spent."""
     spend = Spend.of(workflow)
     lines = [
-        f"# {workflow}",
+        f"# {as_text(str(workflow))}",
         "",
         f"Mode: {workflow.get_mode_display()} · Status: {workflow.get_status_display()} · "
         f"Tokens: {workflow.prompt_tokens} prompt, {workflow.completion_tokens} completion · "
@@ -100,7 +100,10 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
             lines.append(f"### {message.get_role_display()} ({how.format(message.reruns)})")
         else:
             lines.append(f"### {message.get_role_display()}")
-        lines += ["", message.content.strip(), ""]
+        content = message.content.strip()
+        if message.role == message.Role.USER:  # what the user typed is text, not Markdown's HTML
+            content = as_text(content)
+        lines += ["", content, ""]
         for document in message.documents.all():
             lines.append(f"- 📄 {document.name} (`{document.label}`, {document.size} bytes)")
         if message.feedback:
@@ -109,6 +112,11 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
             lines += ["", f"> Feedback {rating}{comment}"]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def as_text(text: str) -> str:
+    """Text a Markdown viewer shows as written: its angle brackets are not HTML."""
+    return text.replace("<", "&lt;").replace(">", "&gt;")
 
 
 @dataclass
