@@ -6,10 +6,10 @@ accepts; the JSON is then extracted robustly and validated into the requested mo
 output model's schema is computed once per process, compact (the prompt explains the fields;
 the schema only fixes their shape; see formats.py).
 
-One AsyncOpenAI client per settings and event loop serves every run (`clients.py`), and
-`warm` rehearses a call at start through an in-process transport.
-Transient failures are retried by the SDK itself (it honours Retry-After); what still fails
-becomes one ModelUnavailable that says what failed and, with the host's advice, what to fix.
+One AsyncOpenAI client per settings and event loop serves every run (`clients.py`); `warm`
+rehearses a call at start through an in-process transport. The SDK retries transient failures
+(honouring Retry-After); what still fails becomes one ModelUnavailable saying what failed and,
+with the host's advice, what to fix (`llm_reports.py`, which also reads the usage).
 
 Every call is bounded: `max_tokens` per kind of call, and a timeout that grows with the prompt
 for slow local servers. A structured answer that was cut off at its limit or did not come in
@@ -51,12 +51,10 @@ from .contracts import (
 )
 from .formats import ResponseFormat, extract_json, response_format
 from .jsonstream import FieldStream
+from .llm_reports import estimated_tokens, estimated_usage, failure, usage_of
 
 _FORMATS: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
 _FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|structured", re.IGNORECASE)
-
-_RETRIED = {"timeout", "unreachable", "rate_limit", "server"}
-"""Failure causes the SDK retries before giving up."""
 
 ALLOW_REMOTE_MODEL_REQUESTS = True
 """Tests set this to False: then only 127.0.0.1/localhost servers may be called."""
@@ -78,10 +76,6 @@ that loops is cut off instead of running until the timeout."""
 DEFAULT_MAX_TOKENS = 2_000
 """Calls of other kinds (the actions' own, such as ai.process)."""
 _MAX_TOKENS_ERROR = re.compile(r"max_tokens", re.IGNORECASE)
-
-
-# --- The client -------------------------------------------------------------------------------
-
 
 _ACCEPTED: dict[tuple[str, str], ResponseFormat] = {}
 """Per server and model, the richest response format it accepted (absent: not yet refused)."""
@@ -189,7 +183,7 @@ class OpenAICompatibleLLM:
             try:
                 if on_answer is None:
                     response, latency = await self._call(messages, kind=kind, response_format=shape)
-                    usage = self._usage(kind, response, latency)
+                    usage = usage_of(kind, response, latency)
                     choice = response.choices[0] if response.choices else None
                     text = (choice.message.content or "") if choice else ""
                     finish = choice.finish_reason if choice else None
@@ -208,7 +202,7 @@ class OpenAICompatibleLLM:
                 seconds = self.call_timeout(messages, kind)
                 raise InvalidModelOutput(
                     f"no answer within {seconds:g} s (the answer may have been looping)",
-                    usage=self._estimate(kind, messages, "", int(seconds * 1000)),
+                    usage=estimated_usage(kind, messages, "", int(seconds * 1000)),
                     cause="timeout",
                 ) from error
         try:
@@ -245,7 +239,7 @@ class OpenAICompatibleLLM:
         try:
             async for chunk in stream:
                 if chunk.usage is not None:
-                    usage = self._usage(kind, chunk, int((time.perf_counter() - started) * 1000))
+                    usage = usage_of(kind, chunk, int((time.perf_counter() - started) * 1000))
                 for choice in chunk.choices or []:
                     finish = choice.finish_reason or finish
                     piece = choice.delta.content if choice.delta else None
@@ -258,7 +252,7 @@ class OpenAICompatibleLLM:
         except openai.APIError as error:
             raise self._unavailable(error, broke_off=True) from error
         latency = int((time.perf_counter() - started) * 1000)
-        return text, finish, usage or self._estimate(kind, messages, text, latency)
+        return text, finish, usage or estimated_usage(kind, messages, text, latency)
 
     def limit(self, kind: str) -> int:
         """The most tokens an answer of this kind may take."""
@@ -266,7 +260,7 @@ class OpenAICompatibleLLM:
 
     def call_timeout(self, messages: Sequence[Message], kind: str) -> float:
         """The timeout of one call: the base, plus time per 1,000 tokens of prompt and limit."""
-        tokens = _estimated_tokens(messages) + self.limit(kind)
+        tokens = estimated_tokens(messages) + self.limit(kind)
         return self.timeout + self.timeout_per_1k_tokens * tokens / 1000
 
     async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:
@@ -278,7 +272,7 @@ class OpenAICompatibleLLM:
         except openai.APITimeoutError as error:
             raise self._unavailable(error) from error
         text = response.choices[0].message.content or "" if response.choices else ""
-        return TextCompletion(text, self._usage(kind, response, latency))
+        return TextCompletion(text, usage_of(kind, response, latency))
 
     async def stream_text(
         self, messages: Sequence[Message], *, kind: str, key: str = ""
@@ -293,7 +287,7 @@ class OpenAICompatibleLLM:
         try:
             async for chunk in stream:
                 if chunk.usage is not None:
-                    usage = self._usage(kind, chunk, int((time.perf_counter() - started) * 1000))
+                    usage = usage_of(kind, chunk, int((time.perf_counter() - started) * 1000))
                 for choice in chunk.choices or []:
                     piece = choice.delta.content if choice.delta else None
                     if piece:
@@ -302,7 +296,7 @@ class OpenAICompatibleLLM:
         except openai.APIError as error:
             raise self._unavailable(error, broke_off=True) from error
         latency = int((time.perf_counter() - started) * 1000)
-        yield usage or self._estimate(kind, messages, text, latency)
+        yield usage or estimated_usage(kind, messages, text, latency)
 
     # Plumbing ------------------------------------------------------------------------------
 
@@ -384,31 +378,15 @@ class OpenAICompatibleLLM:
 
     def _unavailable(self, error: Exception, *, broke_off: bool = False) -> ModelUnavailable:
         """One readable failure: what happened at which server, and what to fix."""
-        where = f"The model server at {self._server()}"
-        status = getattr(error, "status_code", None)
-        body = getattr(error, "body", None)
-        detail = body.get("message") if isinstance(body, dict) else None
-        detail = str(detail or getattr(error, "message", "") or error)
-        if isinstance(error, openai.APITimeoutError):
-            cause, what = "timeout", f"did not answer within {self.timeout:g} s"
-        elif isinstance(error, openai.APIConnectionError):
-            cause, what = "unreachable", "could not be reached"
-        elif status in (401, 403):
-            cause, what = "auth", f"refused the API key ({status})"
-        elif status == 404:
-            cause, what = "model", f"does not serve the model {self.model!r} (404)"
-        elif status == 429:
-            cause, what = "rate_limit", "kept refusing requests as too many (429)"
-        elif status is not None and status < 500:
-            cause, what = "refused", f"refused the request ({status}: {detail[:200]})"
-        else:
-            cause, what = "server", f"failed ({status or 'error'}: {detail[:200]})"
-        if broke_off:
-            what = f"broke off its answer ({detail[:200]})"
-        elif self.max_retries and cause in _RETRIED:
-            what += f" (tried {self.max_retries + 1} times)"
-        advice = self.advice.get(cause, "")
-        return ModelUnavailable(f"{where} {what}." + (f" {advice}" if advice else ""), cause=cause)
+        return failure(
+            error,
+            server=self._server(),
+            model=self.model,
+            timeout=self.timeout,
+            retries=self.max_retries,
+            advice=self.advice,
+            broke_off=broke_off,
+        )
 
     def _server(self) -> str:
         parts = urlsplit(self._base_url or "https://api.openai.com/v1")
@@ -418,28 +396,3 @@ class OpenAICompatibleLLM:
         host = urlsplit(self._base_url).hostname or ""
         if not ALLOW_REMOTE_MODEL_REQUESTS and host not in {"127.0.0.1", "localhost", "::1"}:
             raise RuntimeError(f"model requests to {host!r} are disabled here")
-
-    def _estimate(self, kind: str, messages: Sequence[Message], text: str, latency: int) -> Usage:
-        """Usage estimated from the characters, when the server reported none."""
-        return Usage(
-            kind=kind,
-            prompt_tokens=_estimated_tokens(messages),
-            completion_tokens=len(text) // 4,
-            latency_ms=latency,
-        )
-
-    def _usage(self, kind: str, response: Any, latency: int) -> Usage:
-        usage = getattr(response, "usage", None)
-        details = getattr(usage, "prompt_tokens_details", None)
-        return Usage(
-            kind=kind,
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            cached_tokens=getattr(details, "cached_tokens", 0) or 0,
-            latency_ms=latency,
-        )
-
-
-def _estimated_tokens(messages: Sequence[Message]) -> int:
-    """About four characters per token."""
-    return sum(len(m["content"]) for m in messages) // 4
