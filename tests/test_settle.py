@@ -117,3 +117,15 @@ async def test_settling_leaves_a_round_the_durable_runtime_will_run(alice, media
         assert "before it could start" in orphan.status_reason
     finally:
         DBOS.destroy()
+
+
+def test_a_run_back_on_the_queue_is_said_to_wait_once_whoever_watches(alice):
+    """A run whose process died and that DBOS put back on its queue shows as queued; when
+    several processes notice it, the event is stored once."""
+    running = active(alice, ChatWorkflow.Status.RUNNING, heartbeat_age=120)
+    first = settle.waits_again(running)
+    assert first is not None and first.event.status == "queued"
+    assert settle.waits_again(running) is None  # another process saw it first
+    running.refresh_from_db()
+    assert running.status == ChatWorkflow.Status.QUEUED
+    assert running.events.filter(type="run").count() == 1

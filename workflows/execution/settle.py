@@ -89,8 +89,8 @@ def cut_off_runs(*, older_than_seconds: int | None = None) -> dict[int, list[Env
         elif state not in durable.RESUMABLE:
             reason = CUT_OFF_REASONS.get(state or "", CUT_OFF_REASON)
             settled[workflow.pk] = run_end(workflow.pk, ChatWorkflow.Status.FAILED, reason)
-        elif requeued(workflow, state):
-            settled[workflow.pk] = [waits_again(workflow)]
+        elif requeued(workflow, state) and (said := waits_again(workflow)):
+            settled[workflow.pk] = [said]
     return settled
 
 
@@ -101,14 +101,15 @@ def requeued(workflow: ChatWorkflow, state: str | None) -> bool:
     return running and state in ("ENQUEUED", "DELAYED")
 
 
-def waits_again(workflow: ChatWorkflow) -> Envelope:
-    """Say that a run whose process died waits for another, where it was (not "running")."""
+def waits_again(workflow: ChatWorkflow) -> Envelope | None:
+    """Say that a run whose process died waits for another, where it was (not "running");
+    None when another process said it first (every process watches)."""
     with transaction.atomic():
-        ChatWorkflow.objects.filter(pk=workflow.pk, status=ChatWorkflow.Status.RUNNING).update(
-            status=ChatWorkflow.Status.QUEUED
-        )
+        marked = ChatWorkflow.objects.filter(
+            pk=workflow.pk, status=ChatWorkflow.Status.RUNNING
+        ).update(status=ChatWorkflow.Status.QUEUED)
+        if not marked:
+            return None
         why = "Its process stopped; the run waits for another and resumes where it was."
         event = RunEvent(round=workflow.current_round, status="queued", reason=why)
-        stored = recording.record(workflow.pk, event)
-    assert stored is not None
-    return stored
+        return recording.record(workflow.pk, event)
