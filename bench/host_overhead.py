@@ -28,8 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
-import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.host_overhead_langgraph import LangGraph  # noqa: E402
 from bench.host_overhead_report import report  # noqa: E402
 from bench.pgtemp import drop_database, optional_database, url_of  # noqa: E402
 from tests.support.replies import cont, params, review, select, stop, taskplan  # noqa: E402
@@ -136,80 +135,6 @@ async def bare_round(steps: int, schemas: str = "narrow") -> dict[str, Any]:
     seconds = time.perf_counter() - started
     assert len(tools.calls) == steps and events[-1].status == "completed", events[-1]
     return {"seconds": seconds, "events": len(events), "calls": len(llm.calls)}
-
-
-class LangGraph:
-    """LangGraph's prebuilt ReAct agent over a scripted chat model and one trivial tool."""
-
-    def __init__(self, steps: int, directory: str) -> None:
-        warnings.filterwarnings("ignore", message="create_react_agent has been moved")
-        from langchain_core.language_models.chat_models import BaseChatModel
-        from langchain_core.messages import AIMessage
-        from langchain_core.outputs import ChatGeneration, ChatResult
-        from langchain_core.tools import tool
-        from langgraph.prebuilt import create_react_agent
-
-        @tool
-        def lookup(query: str) -> str:
-            """Look something up."""
-            return f"Found: {query}."
-
-        class Scripted(BaseChatModel):
-            """A tool call per turn until `steps` were made, then the answer; no latency."""
-
-            @property
-            def _llm_type(self) -> str:
-                return "scripted"
-
-            def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-                return self
-
-            def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw):
-                done = sum(message.type == "ai" for message in messages)
-                if done < steps:
-                    call = {"name": "lookup", "args": {"query": f"q{done}"}, "id": f"c{done}"}
-                    message = AIMessage(content="", tool_calls=[call])
-                else:
-                    message = AIMessage(content=ANSWER)
-                return ChatResult(generations=[ChatGeneration(message=message)])
-
-            async def _agenerate(self, *args: Any, **kwargs: Any):
-                return self._generate(*args, **kwargs)
-
-        self.steps = steps
-        self.limit = {"recursion_limit": 2 * steps + 10}
-        self.agent = create_react_agent(Scripted(), [lookup])
-        self.path = str(Path(directory) / f"langgraph-{steps}.sqlite")
-        self.make = lambda saver: create_react_agent(Scripted(), [lookup], checkpointer=saver)
-
-    def config(self) -> dict[str, Any]:
-        return {"configurable": {"thread_id": uuid.uuid4().hex}, **self.limit}
-
-    def check(self, result: dict[str, Any]) -> None:
-        assert len(result["messages"]) == 2 * self.steps + 2, len(result["messages"])
-
-    async def bare(self) -> dict[str, Any]:
-        started = time.perf_counter()
-        self.check(await self.agent.ainvoke({"messages": [("user", PROMPT)]}, self.config()))
-        return {"seconds": time.perf_counter() - started}
-
-    async def async_sqlite(self) -> dict[str, Any]:
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-        async with AsyncSqliteSaver.from_conn_string(self.path) as saver:
-            agent = self.make(saver)
-            started = time.perf_counter()
-            self.check(await agent.ainvoke({"messages": [("user", PROMPT)]}, self.config()))
-            return {"seconds": time.perf_counter() - started}
-
-    async def sqlite(self) -> dict[str, Any]:
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        with SqliteSaver.from_conn_string(self.path) as saver:
-            agent = self.make(saver)
-            started = time.perf_counter()
-            self.check(agent.invoke({"messages": [("user", PROMPT)]}, self.config()))
-            return {"seconds": time.perf_counter() - started}
 
 
 # --- (b) the durable runner, in a child process per database ----------------------------------
@@ -408,7 +333,7 @@ async def measure(sizes: list[int], runs: int, postgres: str | None, directory: 
     results: dict[tuple[str, int], list[dict[str, Any]]] = {}
     try:
         for size in sizes:
-            graph = LangGraph(size, directory)
+            graph = LangGraph(size, directory, prompt=PROMPT, answer=ANSWER)
             calls: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {
                 "bare": lambda size=size: bare_round(size),
                 "bare_stable": lambda size=size: bare_round(size, "stable"),
