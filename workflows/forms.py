@@ -31,9 +31,10 @@ CONNECTION_KINDS = [("tavily", "Tavily (web search)"), ("mcp", "MCP server (stre
 
 def origin_of(url: str) -> tuple[str, str, int]:
     """scheme, host and port: where a server's token is sent."""
+    from workflows.tools.addresses import url_port
+
     parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return parts.scheme, (parts.hostname or "").lower(), port
+    return parts.scheme, (parts.hostname or "").lower(), url_port(parts)
 
 
 RETARGETED = (
@@ -64,7 +65,7 @@ class McpChecks:
         """An MCP server's label and URL, checked for `owner`: errors go on the fields."""
         from workflows.execution.setup import site_mcp_servers
         from workflows.tools import mcp_servers
-        from workflows.tools.addresses import is_allowed, literal_reason
+        from workflows.tools.addresses import is_allowed, literal_reason, url_port
 
         if label:
             name = mcp_servers.server_name(label)
@@ -79,9 +80,8 @@ class McpChecks:
             self.add_error("url", "An MCP server's URL starts with https:// (or http://).")
             return
         host = (parts.hostname or "").lower()
-        port = parts.port or (443 if parts.scheme == "https" else 80)
         reason = literal_reason(host)
-        if reason and not is_allowed(host, port, settings.POWERON_FETCH_ALLOW_HOSTS):
+        if reason and not is_allowed(host, url_port(parts), settings.POWERON_FETCH_ALLOW_HOSTS):
             self.add_error("url", f"{host} is {reason}: only public servers can be added.")
 
     def _check_server_name(self, owner: Any, label: str, name: str, site: Sequence[Any]) -> None:

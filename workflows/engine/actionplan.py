@@ -62,9 +62,8 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
         ],
     )
     for number, (action, prepared) in enumerate(planned.value, start=1):
-        if exhausted := ctx.budget.exhausted():
-            task.stop_code, task.stop_reason = exhausted
-            yield ctx.status(*exhausted, task=task.number)
+        if stopped := ctx.budget_stop(task):
+            yield stopped
             return
         step, opened = ctx.begin_step(task, number, method=action.action)
         yield opened
@@ -103,9 +102,8 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
             )
             yield ctx.status("step_failed", task.stop_reason, task=task.number, action=step.action)
             return
-    if exhausted := ctx.budget.exhausted():  # spent by the last action: no review call
-        task.stop_code, task.stop_reason = exhausted
-        yield ctx.status(*exhausted, task=task.number)
+    if stopped := ctx.budget_stop(task):  # spent by the last action: no review call
+        yield stopped
         return
     task.stop_code, task.stop_reason = "plan_complete", "Every planned action ran."
     yield ctx.status("plan_complete", task.stop_reason, task=task.number)

@@ -13,6 +13,7 @@ from .events import DeltaEvent, ErrorEvent, Event
 from .formats import holds_json, valid_values
 from .narrowed import plain
 from .prompts import cache_first, correction, unfinished_correction
+from .selection import unavailable_actions
 
 CALL_NAMES = {
     "taskplan": "task plan",
@@ -29,11 +30,9 @@ CALL_NAMES = {
 def unavailable_hint(ctx: RoundContext, raw: str) -> str:
     """Why an answer naming a tool of a server that failed could not have it: the server's
     reason ("" when the answer names none)."""
-    report = getattr(ctx.tools, "unavailable", None)
-    found: dict[str, str] = report() if callable(report) else {}
     hints = [
         f"{key[:-2]}'s tools cannot be used now: {reason}"
-        for key, reason in found.items()
+        for key, reason in unavailable_actions(ctx).items()
         if key.endswith(".*") and f'"{key[:-1]}' in raw
     ]
     return "".join(f" ({hint})" for hint in hints[:2])

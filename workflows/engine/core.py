@@ -282,6 +282,13 @@ class RoundContext:
         finally:
             self.waited += self.clock() - before
 
+    def budget_stop(self, task: TaskState, *, action: int = 0) -> StatusEvent | None:
+        """When a budget is spent: the task stops for it, and the status that says so."""
+        if (exhausted := self.budget.exhausted()) is None:
+            return None
+        task.stop_code, task.stop_reason = exhausted
+        return self.status(*exhausted, task=task.number, action=action)
+
     def status(self, code: str, reason: str, *, task: int = 0, action: int = 0) -> StatusEvent:
         """A status event at this round's position."""
         return StatusEvent(round=self.round, task=task, action=action, code=code, reason=reason)  # type: ignore[arg-type]

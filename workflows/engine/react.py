@@ -39,9 +39,8 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
     """The loop: one action per step until refine stops it, or a limit does."""
     limit, steps = ctx.state.max_steps, 0
     while True:
-        if exhausted := ctx.budget.exhausted():
-            task.stop_code, task.stop_reason = exhausted
-            yield ctx.status(*exhausted, task=task.number)
+        if stopped := ctx.budget_stop(task):
+            yield stopped
             return
         if steps >= limit:
             more = Out[int]()
@@ -139,10 +138,9 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
     )
     async for event in execute_action(ctx, step, call, Out[Observation]()):
         yield event
-    if exhausted := ctx.budget.exhausted():  # spent by the action (or the wait for approval)
+    if stopped := ctx.budget_stop(task, action=step.action):  # spent by the action or its wait
         yield ctx.end_step(step)
-        task.stop_code, task.stop_reason = exhausted
-        yield ctx.status(*exhausted, task=task.number, action=step.action)
+        yield stopped
         stop.value = True
         return
 

@@ -53,9 +53,8 @@ async def run_reasoning(ctx: RoundContext) -> AsyncIterator[Event]:
     thoughts: list[Thought] = []
     limit = ctx.state.max_steps * THOUGHTS_PER_STEP
     while True:
-        if exhausted := ctx.budget.exhausted():
-            task.stop_code, task.stop_reason = exhausted
-            yield ctx.status(*exhausted, task=1)
+        if stopped := ctx.budget_stop(task):
+            yield stopped
             break
         if len(thoughts) >= limit:
             more: Out[int] = Out()

@@ -11,7 +11,7 @@ import re
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import httpx
 
@@ -76,6 +76,11 @@ class Target:
     def site(self) -> str:
         """scheme://host[:port], the key robots.txt is cached under."""
         return f"{self.url.scheme}://{self.host_header}"
+
+
+def url_port(parts: SplitResult) -> int:
+    """The port a URL reaches, the scheme's default made explicit."""
+    return parts.port or DEFAULT_PORTS.get(parts.scheme, 80)
 
 
 def is_allowed(host: str, port: int, allow_hosts: Iterable[str]) -> bool:

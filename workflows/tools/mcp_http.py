@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from .addresses import is_allowed, literal_address, literal_reason, non_public_reason
+from .addresses import is_allowed, literal_address, literal_reason, non_public_reason, url_port
 
 
 class ServerSpec(Protocol):
@@ -137,7 +137,7 @@ async def check_address(
         return None
     parts = urlsplit(server.url)
     host = (parts.hostname or "").lower()
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    port = url_port(parts)
     if is_allowed(host, port, allow_hosts):
         return None
     if reason := literal_reason(host):
