@@ -227,15 +227,27 @@ def _client() -> Iterator[DBOSClient]:
         client.destroy()
 
 
+def is_launched() -> bool:
+    """Whether DBOS runs in this process now (launched, not destroyed since)."""
+    from dbos import _dbos
+
+    instance = _dbos._dbos_global_instance
+    return instance is not None and instance._launched
+
+
 def statuses(rounds: Iterable[tuple[int, int]]) -> dict[tuple[int, int], str]:
-    """DBOS's states of several rounds, read without launching DBOS (for `settle_runs`)."""
+    """DBOS's states of several rounds: through this process's DBOS when it is launched (the
+    watch of every process asks every few seconds), else through a client of its own (for
+    `settle_runs`, which does not launch DBOS)."""
     wanted = {round_id(*pair): pair for pair in rounds}
     if not wanted:
         return {}
-    with _client() as client:
-        found = client.list_workflows(
-            workflow_ids=list(wanted), load_input=False, load_output=False
-        )
+    options: dict[str, Any] = {"load_input": False, "load_output": False}
+    if is_launched():
+        found = DBOS.list_workflows(workflow_ids=list(wanted), **options)
+    else:
+        with _client() as client:
+            found = client.list_workflows(workflow_ids=list(wanted), **options)
     return {wanted[item.workflow_id]: item.status for item in found}
 
 
