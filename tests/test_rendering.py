@@ -50,6 +50,8 @@ def test_every_event_type_is_stored_and_rendered_in_both_formats(document):
         meta = parse(html)[0]
         assert meta.attrs["id"] == "event-meta" and meta.attrs["data-type"] == event_type
         assert meta.attrs["data-seq"] == ("" if envelope.seq is None else str(envelope.seq))
+        if event_type == "run":  # the page says what a run that is not over waits on
+            assert meta.attrs["data-role"] == envelope.event.status
         if envelope.at:  # when it was stored: the page times the current phase from it
             assert meta.attrs["data-at"] == str(int(envelope.at.timestamp()))
 

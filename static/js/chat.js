@@ -167,6 +167,7 @@
     observe: "Judging the result", refine: "Going on", review: "Reviewing the task",
     thought: "Thinking", delta: "Writing the answer",
   };
+  const RUN_PHASES = { queued: "Waiting for a worker", stopping: "Stopping" };
   const activity = document.getElementById("activity");
   let phaseSince = 0;
   function showPhase(meta) {
@@ -174,6 +175,8 @@
     if (meta.dataset.final) { activity.hidden = true; return; }
     let phase = PHASES[meta.dataset.type];
     if (meta.dataset.type === "message" && meta.dataset.role !== "user") phase = null;
+    // A run that waits again (its worker stopped) or is stopping says so, not its last phase.
+    if (meta.dataset.type === "run") phase = RUN_PHASES[meta.dataset.role] || null;
     if (!phase) return;
     if (activity.dataset.phase !== phase) {
       activity.dataset.phase = phase;
