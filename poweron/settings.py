@@ -85,6 +85,8 @@ def development_secret_key() -> str:
 
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY") or development_secret_key()
+# Earlier keys, still accepted for sessions and for opening sealed connection secrets.
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", "")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 # Origins (scheme://host[:port]) trusted besides the app's own, for forms and for sockets.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")

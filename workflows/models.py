@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from workflows.engine.contracts import DocumentRef
 from workflows.engine.state import MODES
+from workflows.sealing import SealedTextField, is_unreadable
 
 
 def default_max_steps() -> int:
@@ -242,7 +243,8 @@ class StepRecord(WorkflowEvent):
 class Connection(models.Model):
     """A user's credential for a provider (e.g. their own Tavily key), named by label.
 
-    The secret is never rendered in templates, admin, logs, events or prompts.
+    The secret is never rendered in templates, admin, logs, events or prompts, and is stored
+    sealed (`workflows.sealing`).
     """
 
     owner = models.ForeignKey(
@@ -250,7 +252,7 @@ class Connection(models.Model):
     )
     label = models.SlugField(max_length=64)
     kind = models.CharField(max_length=32, help_text="The provider, e.g. tavily, or mcp.")
-    secret = models.TextField(blank=True)
+    secret = SealedTextField(blank=True)
     url = models.URLField(
         max_length=500,
         blank=True,
@@ -270,3 +272,9 @@ class Connection(models.Model):
 
     def __repr__(self) -> str:
         return f"<Connection {self.label} kind={self.kind} secret=***>"
+
+    @property
+    def needs_secret_again(self) -> bool:
+        """Whether its stored secret no longer opens with the site's keys (SECRET_KEY changed
+        without a fallback): the owner must enter it again."""
+        return is_unreadable(self.secret)

@@ -100,6 +100,12 @@ def connection_kinds(*, user) -> set[str]:
     return set(Connection.objects.filter(owner=user).values_list("kind", flat=True))
 
 
+def usable_connections(*, user) -> list[Connection]:
+    """The user's connections a round may use: those whose secret, if any, still opens (one
+    the site's keys no longer open sits out until its owner enters it again)."""
+    return [c for c in Connection.objects.filter(owner=user) if not c.needs_secret_again]
+
+
 def connection_list(*, user) -> QuerySet[Connection]:
     """The user's connections; templates show label and kind, never the secret."""
     return Connection.objects.filter(owner=user).only("id", "label", "kind", "url", "created")
@@ -108,3 +114,9 @@ def connection_list(*, user) -> QuerySet[Connection]:
 def connection_get(*, user, connection_id: int) -> Connection:
     """One of the user's connections, or 404."""
     return get_object_or_404(Connection, pk=connection_id, owner=user)
+
+
+def unreadable_connections() -> list[str]:
+    """ "owner/label" of every stored connection secret the site's keys no longer open."""
+    connections = Connection.objects.exclude(secret="").select_related("owner")
+    return [f"{c.owner.get_username()}/{c.label}" for c in connections if c.needs_secret_again]

@@ -74,6 +74,14 @@ async def watch_runs() -> None:
     "stopping" otherwise), or say that they wait for a worker again; viewers see it. First,
     say in the log whether the channel layer answers."""
     await broadcast.check_layer()
+    if unreadable := await database_sync_to_async(selectors.unreadable_connections)():
+        logger.warning(
+            "%d connection secret(s) cannot be opened with this SECRET_KEY or its "
+            "SECRET_KEY_FALLBACKS; they sit out every round until their owners enter them "
+            "again: %s",
+            len(unreadable),
+            ", ".join(unreadable),
+        )
     while True:
         await asyncio.sleep(durable.watch_interval())
         try:

@@ -207,7 +207,7 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
     limits. No secret is in it."""
     hidden = selectors.rounds_hidden(message=message)
     earlier = workflow.messages.filter(round__lt=hidden.start).prefetch_related("documents")
-    connections = list(workflow.owner.connections.all())
+    connections = selectors.usable_connections(user=workflow.owner)
     prices = model_prices()
     state = RoundState(
         mode=workflow.mode,  # type: ignore[arg-type]
@@ -310,7 +310,7 @@ def tokens_in_the_last_day(workflow: ChatWorkflow) -> int:
 async def build(workflow: ChatWorkflow) -> RoundParts:
     """The model, the tools (the MCP servers' listed too) and the owner's connection secrets
     for a round (the model and the MCP connections are made in the round's own loop)."""
-    connections = await database_sync_to_async(list)(workflow.owner.connections.all())
+    connections = await database_sync_to_async(selectors.usable_connections)(user=workflow.owner)
     hub = mcp.McpHub(mcp_servers(connections), allow_hosts=settings.POWERON_FETCH_ALLOW_HOSTS)
     extra, failures = await hub.catalog() if hub.servers else ([], {})
     # The model is told that a server's tools are missing, in our words: a failure's text may
