@@ -55,6 +55,8 @@ async def test_demo_round_runs_stores_and_settles(alice):
     assert workflow.title == "Summarise my notes"
     assert workflow.prompt_tokens == workflow.completion_tokens == 0  # the demo counts none
     assert workflow.heartbeat is not None  # the run showed it was alive
+    answered = max(m.created for m in messages)
+    assert workflow.updated >= answered  # the answer is the workflow's latest activity
 
     roles = [m.role for m in messages]
     assert roles[0] == ChatMessage.Role.USER

@@ -60,7 +60,9 @@ def run_end(workflow_id: int, status: str, reason: str = "") -> list[Envelope]:
         ]
         stored = recording.record_many(workflow_id, [(event, None) for event in closing])
         ChatWorkflow.objects.filter(pk=workflow_id).update(
-            status=status, status_reason=reason[:2000]
+            status=status,
+            status_reason=reason[:2000],
+            updated=timezone.now(),  # the answer is activity: the sidebar sorts by it
         )
     return stored
 
