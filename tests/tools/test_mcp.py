@@ -33,6 +33,16 @@ def by_name(tools) -> dict:
     return {tool.name: tool for tool in tools}
 
 
+def test_a_configuration_problem_is_logged_once_per_process(settings, caplog):
+    from workflows.execution import setup
+
+    settings.POWERON_MCP_SERVERS = json.dumps({"calc": {"command": "x", "colour": "blue"}})
+    for _ in range(3):  # at every round and Tools panel
+        assert setup.site_mcp_servers() == []
+    said = [r.getMessage() for r in caplog.records if "calc" in r.getMessage()]
+    assert len(said) == 1 and "colour" in said[0]
+
+
 def test_the_configuration_is_checked_server_by_server(tmp_path):
     servers, problems = load_servers(
         json.dumps(
@@ -158,9 +168,9 @@ class _Result:
         self.is_error = False
 
 
-async def test_http_servers_get_their_headers_and_a_failing_server_says_why():
+async def test_http_servers_get_their_headers_and_a_failing_server_says_why(caplog):
     """A server that refuses us, or cannot start, leaves the catalog with its reason; the
-    others stay."""
+    others stay. The log says the same reason, unwrapped from the SDK's task groups."""
     with http_server(token="s3cret") as url:
         good = McpServer(name="wiki", url=url, headers={"Authorization": "Bearer s3cret"})
         refused = McpServer(name="locked", url=url, headers={"Authorization": "Bearer wrong"})
@@ -173,6 +183,9 @@ async def test_http_servers_get_their_headers_and_a_failing_server_says_why():
         assert unavailable["locked.*"].startswith("MCP server locked (127.0.0.1:")
         assert "401" in unavailable["locked.*"]
         assert unavailable["gone.*"].startswith("MCP server gone (/nonexistent/mcp-server) failed")
+        logged = [r.getMessage() for r in caplog.records if r.name == "workflows.tools.mcp"]
+        assert unavailable["gone.*"] in logged and unavailable["locked.*"] in logged
+        assert not any("TaskGroup" in line for line in logged)
 
 
 async def test_a_listing_is_reused_while_fresh():

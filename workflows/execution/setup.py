@@ -340,8 +340,14 @@ def site_mcp_servers() -> list[McpServer]:
     and left out."""
     servers, problems = load_servers(settings.POWERON_MCP_SERVERS)
     for problem in problems:
-        logger.warning("%s", problem)
+        if problem not in _SAID:  # once per process, not at every round and page
+            _SAID.add(problem)
+            logger.warning("%s", problem)
     return servers
+
+
+_SAID: set[str] = set()
+"""The configuration problems this process has logged."""
 
 
 def mcp_servers(connections: list[Any]) -> list[McpServer]:

@@ -195,14 +195,16 @@ class McpHub:
         except BaseException as error:  # noqa: BLE001 - a failed start is reported to callers
             if isinstance(error, asyncio.CancelledError) and not ready.done():
                 ready.cancel()  # the run ended while it connected: nobody waits for it
+            if isinstance(error, asyncio.CancelledError):
+                raise
+            reason = describe_failure(server, error)
             if not ready.done():
-                reason = describe_failure(server, error)
                 if refusals:
                     reason += f" (HTTP {refusals[-1]})"
                 ready.set_exception(ServerUnavailable(reason))
-            if isinstance(error, asyncio.CancelledError):
-                raise
-            logger.info("MCP server %s closed: %s", server.name, error)
+                logger.warning("%s", reason)  # the server never started: said once, whole
+            else:
+                logger.info("MCP server %s closed: %s", server.name, reason)
 
     async def call(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> ActionResult:
         """Call one tool under the server's time limit; any failure is a failed result."""
