@@ -1,5 +1,7 @@
 """Sign-in everywhere, and each user reaches only their own workflows and documents."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -86,6 +88,14 @@ def test_new_workflow_rejects_bad_step_limit(alice_client, alice):
     assert response.status_code == 400
     assert b"between 1 and 50" in response.content
     assert not alice.workflows.exists()
+    # The field says it is wrong and is described by its error, which is not part of its name.
+    page = response.content.decode()
+    field = re.search(r'<input[^>]*name="max_steps"[^>]*>', page)[0]
+    for attribute in ('aria-invalid="true"', 'min="1"', 'max="50"', "id_max_steps_error"):
+        assert attribute in field
+    error = re.search(r'<small class="error" id="id_max_steps_error">([^<]*)</small>', page)
+    assert error and "between 1 and 50" in error[1]
+    assert not re.search(r"<label[^>]*>[^<]*<input[^>]*max_steps", page)
 
 
 def test_no_model_configured_says_what_to_set(alice_client, settings):

@@ -67,3 +67,14 @@ def test_sanitize_html_strips_disallowed_markup():
         '<p onclick="x()" class="c">hi<script>alert(1)</script></p><a href="javascript:x">l</a>'
     )
     assert html == '<p>hi</p><a rel="noopener noreferrer nofollow">l</a>'
+
+
+def test_on_the_page_an_answers_headings_sit_under_the_pages():
+    """The page has its h1, a round's h2 and the answer's h3: a model's `#` becomes h4, and
+    nothing goes past h6; the export keeps the model's own levels."""
+    from workflows.markdown import render_markdown_for_page
+
+    html = render_markdown_for_page("# Title\n\n## Part\n\n#### Deep\n\nText with `<h1>`.")
+    assert "<h4>Title</h4>" in html and "<h5>Part</h5>" in html and "<h6>Deep</h6>" in html
+    assert "<h1" not in html and "&lt;h1&gt;" in html
+    assert "<h1>Title</h1>" in render_markdown("# Title")

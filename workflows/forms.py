@@ -18,6 +18,10 @@ class WorkflowCreateForm(forms.ModelForm):
         fields = ("title", "mode", "max_steps")
         widgets = {"title": forms.TextInput(attrs={"placeholder": "Untitled workflow"})}
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["max_steps"].widget.attrs.update(min=1, max=50)  # what clean_max_steps allows
+
     def clean_max_steps(self) -> int:
         steps = self.cleaned_data["max_steps"]
         if not 1 <= steps <= 50:

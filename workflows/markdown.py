@@ -72,8 +72,15 @@ _TABLE_ALIGN = re.compile(r'(<t[dh]) style="text-align:(left|center|right)"')
 _TABLE_STYLE = re.compile(r'(<t[dh]) style="[^"]*"')
 
 
+_HEADING = re.compile(r"<(/?)h([1-6])(?=[\s>])")
+PAGE_HEADING_SHIFT = 3
+"""An answer sits under the page's h1, its round's h2 and its own h3: its headings start at h4."""
+
+
 def render_markdown_for_page(text: str) -> str:
     """Render for the chat page, whose CSP allows no style attribute: a table column's
-    alignment becomes a class (`align-right`)."""
+    alignment becomes a class (`align-right`); headings move under the page's (a model's `#`
+    becomes h4, and nothing goes past h6)."""
     html = _TABLE_ALIGN.sub(r'\1 class="align-\2"', render_markdown(text))
-    return _TABLE_STYLE.sub(r"\1", html)
+    html = _TABLE_STYLE.sub(r"\1", html)
+    return _HEADING.sub(lambda m: f"<{m[1]}h{min(int(m[2]) + PAGE_HEADING_SHIFT, 6)}", html)

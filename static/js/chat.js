@@ -52,6 +52,12 @@
     streamed[key] = offset + piece.length;
   }
 
+  let lastMeta = null;
+  chat.addEventListener("htmx:wsAfterMessage", function () {
+    if (!lastMeta) return;
+    chat.dispatchEvent(new CustomEvent("poweron:event", { detail: lastMeta }));
+    lastMeta = null;
+  });
   chat.addEventListener("htmx:wsBeforeMessage", function (evt) {
     noteFollowing();
     const meta = metaOf(evt.detail.message);
@@ -69,6 +75,7 @@
       scrollDown();
       return;
     }
+    lastMeta = meta; // said, once it is swapped in, by access.js
     if (meta.dataset.type === "message" && meta.dataset.key) {
       const streaming = document.getElementById("streaming-" + meta.dataset.key);
       if (streaming) streaming.remove(); // the complete message replaces what was streamed
@@ -90,6 +97,7 @@
   const FOLDED = new Set(["success"]);
   function foldFinishedSteps() {
     document.querySelectorAll("details.step[open]:not([data-pinned])").forEach(function (step) {
+      if (step.contains(document.activeElement)) return; // never fold away the reader's focus
       const badge = step.querySelector(":scope > summary .badge[data-state]");
       if (badge && FOLDED.has(badge.dataset.state)) step.open = false;
     });
@@ -126,7 +134,8 @@
   // On a narrow screen the timeline does not scroll on its own: the page does.
   const jump = document.getElementById("jump-latest");
   let following = true;
-  const narrow = window.matchMedia("(max-width: 48rem)"); // app.css's narrow layout
+  // app.css's narrow and short layouts, where the page scrolls rather than the timeline
+  const narrow = window.matchMedia("(max-width: 48rem), (max-height: 40rem)");
   function scroller() {
     const timeline = document.getElementById("timeline");
     if (!timeline) return null;
@@ -296,11 +305,15 @@
   }
 
   // Enter sends (so do Ctrl+Enter and Cmd+Enter); Shift+Enter adds a line. Enter that
-  // confirms an input method's composition (e.g. Japanese) does not send.
+  // confirms an input method's composition (e.g. Japanese) does not send. On a touch screen
+  // Enter adds a line (its keyboard has no Shift+Enter) and the Send button sends.
   const textarea = document.querySelector("#composer textarea");
+  const touch = window.matchMedia("(pointer: coarse)");
   if (textarea) {
+    if (touch.matches) textarea.placeholder = "Describe your task…";
     textarea.addEventListener("keydown", function (e) {
       if (e.key !== "Enter" || e.shiftKey || e.altKey || e.isComposing) return;
+      if (touch.matches && !e.ctrlKey && !e.metaKey) return;
       e.preventDefault();
       document.getElementById("send-button").click();
     });

@@ -14,6 +14,15 @@
     flash.append(close);
   });
 
+  // A form sent back with errors puts the reader on its first wrong field, whose error is
+  // tied to it (aria-describedby): it is read at once.
+  const invalid = document.querySelector('[aria-invalid="true"]');
+  if (invalid) {
+    const details = invalid.closest("details");
+    if (details) details.open = true;
+    invalid.focus();
+  }
+
   // A form with data-confirm asks before it is sent.
   document.addEventListener("submit", function (evt) {
     const message = evt.target.dataset && evt.target.dataset.confirm;
