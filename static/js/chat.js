@@ -108,11 +108,12 @@
   });
   chat.addEventListener("htmx:wsAfterMessage", foldFinishedSteps);
   chat.addEventListener("htmx:wsAfterMessage", scrollDown);
-  // Notices for this tab fade after a while; the record of the run is in the timeline.
+  // Notices for this tab fade after a while (an error after longer, to be read whole); the
+  // record of the run is in the timeline.
   chat.addEventListener("htmx:wsAfterMessage", function () {
     document.querySelectorAll("#notices .toast:not([data-timed])").forEach(function (toast) {
       toast.dataset.timed = "1";
-      setTimeout(function () { toast.remove(); }, 8000);
+      setTimeout(function () { toast.remove(); }, toast.classList.contains("error") ? 20000 : 8000);
     });
   });
   chat.addEventListener("htmx:wsOpen", () => setConnection("live"));
