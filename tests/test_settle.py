@@ -129,3 +129,22 @@ def test_a_run_back_on_the_queue_is_said_to_wait_once_whoever_watches(alice):
     running.refresh_from_db()
     assert running.status == ChatWorkflow.Status.QUEUED
     assert running.events.filter(type="run").count() == 1
+
+
+def test_an_ended_round_never_looks_alive_again(alice):
+    """A round resumed by a crash that came just after its end ("Resumed after an
+    interruption.") or a stop that crossed its end ("Stop requested.") stores nothing: the
+    round's last run event stays its final one, for the page and for a reload."""
+    from workflows.contract import RunEvent
+    from workflows.execution import launcher
+
+    workflow = active(alice, ChatWorkflow.Status.RUNNING)
+    settle.run_end(workflow.pk, ChatWorkflow.Status.COMPLETED, "Done.")
+    resumed = RunEvent(round=1, status="running", reason="Resumed after an interruption.")
+
+    assert recording.record(workflow.pk, resumed) is None
+    assert launcher.stopping_record(workflow.pk) is None
+    runs = workflow.events.filter(type="run").order_by("seq")
+    assert [row.payload["status"] for row in runs] == ["completed"]
+    # The next round is a round of its own: it runs.
+    assert recording.record(workflow.pk, resumed.model_copy(update={"round": 2})) is not None

@@ -104,8 +104,9 @@ async def request_stop(*, workflow_id: int) -> None:
     if not marked and not await is_active(workflow_id=workflow_id):
         raise CommandRefused("Nothing is running in this workflow.")
     round = await current_round(workflow_id)
-    if marked:  # viewers see "stopping" at once, before the run has wound down
-        await broadcast.broadcast(await database_sync_to_async(stopping_record)(workflow_id))
+    # Viewers see "stopping" at once, before the run has wound down.
+    if marked and (stopping := await database_sync_to_async(stopping_record)(workflow_id)):
+        await broadcast.broadcast(stopping)
     state = await durable.status(workflow_id, round)
     if state is not None:
         await durable.cancel(workflow_id, round)  # the system database first: never resumed
@@ -117,14 +118,13 @@ async def request_stop(*, workflow_id: int) -> None:
             await broadcast.broadcast(stored)
 
 
-def stopping_record(workflow_id: int) -> Envelope:
-    """Store the "stopping" status of the workflow's current round."""
+def stopping_record(workflow_id: int) -> Envelope | None:
+    """Store the "stopping" status of the workflow's current round (None when the round
+    ended meanwhile: a stop that crossed the run's end says nothing)."""
     current = ChatWorkflow.objects.values_list("current_round", flat=True).get(pk=workflow_id)
-    stored = recording.record(
+    return recording.record(
         workflow_id, RunEvent(round=current, status="stopping", reason="Stop requested.")
     )
-    assert stored is not None
-    return stored
 
 
 async def steer(*, workflow_id: int, text: str) -> None:

@@ -15,7 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
 from workflows import event_log
-from workflows.contract import Envelope, NoticeEvent, payload_of
+from workflows.contract import FINAL_STATUSES, Envelope, NoticeEvent, payload_of
 from workflows.engine.events import BaseEvent, MessageEvent, UsageEvent
 from workflows.engine.money import Cost
 from workflows.models import ChatDocument, ChatMessage, ChatWorkflow, WorkflowEvent
@@ -55,6 +55,7 @@ def _record(
     workflow_id: int, events: Sequence[Pending], *, skip: set[tuple[int, int]]
 ) -> list[Envelope]:
     with transaction.atomic():
+        events = [pair for pair in events if not _after_the_end(workflow_id, pair[0])]
         fresh = [e for e, o in events if o is None or (e.round, o) not in skip]
         costs = [e.cost for e in fresh if isinstance(e, UsageEvent) and e.cost is not None]
         spent = workflow_cost_add(workflow_id, costs) if costs else 0.0
@@ -87,6 +88,19 @@ def _record(
             return []
         rows = event_log.events_append(workflow_id=workflow_id, events=new)
         return [Envelope.from_row(row) for row in rows]
+
+
+def _after_the_end(workflow_id: int, event: BaseEvent) -> bool:
+    """Whether `event` says a round goes on (running, queued, stopping) although the round
+    has ended: a round resumed after a crash that came just after its end, or a stop that
+    crossed the end, must not make an ended run look alive again. The workflow's row is
+    locked first (a final status is stored under the same lock)."""
+    if event.type != "run" or getattr(event, "status", "") in FINAL_STATUSES:
+        return False
+    ChatWorkflow.objects.select_for_update().filter(pk=workflow_id).values_list("pk").first()
+    return WorkflowEvent.objects.filter(
+        workflow_id=workflow_id, round=event.round, type="run", payload__status__in=FINAL_STATUSES
+    ).exists()
 
 
 def workflow_cost_add(workflow_id: int, costs: Sequence[Cost]) -> float:
