@@ -245,3 +245,83 @@ async def test_a_malformed_frame_is_answered_and_the_socket_stays_open(alice, ca
     assert (await receive(communicator))["payload"]["text"] == nothing
     assert not [record for record in caplog.records if record.exc_info]
     await communicator.disconnect()
+
+
+async def test_signing_out_closes_the_sessions_sockets_and_a_command_acts_for_nobody(alice):
+    """A sign-out (in another tab) closes the sockets of that session at once; a socket whose
+    session is gone otherwise (expired, deleted) carries out no command: closed with 4401."""
+    from channels.testing import WebsocketCommunicator
+    from django.conf import settings
+    from django.contrib.sessions.models import Session
+    from django.test import Client
+    from django.urls import reverse
+
+    from poweron.asgi import application
+
+    workflow = await make_workflow(alice)
+
+    async def open_signed_in() -> tuple[Client, WebsocketCommunicator]:
+        client = Client()
+        await sync_to_async(client.force_login)(alice)
+        cookie = (
+            f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+        )
+        headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
+        communicator = WebsocketCommunicator(
+            application,
+            f"/ws/workflows/{workflow.pk}/?format=json",
+            headers=[*headers, (b"cookie", cookie.encode())],
+        )
+        assert (await communicator.connect())[0]
+        return client, communicator
+
+    client, socket = await open_signed_in()
+    _, other_session = await open_signed_in()  # another browser of the same user
+    await sync_to_async(client.post)(reverse("logout"))
+    assert (await socket.receive_output(timeout=2))["code"] == 4401
+    assert await other_session.receive_nothing(timeout=0.3)  # its session still holds
+
+    await sync_to_async(Session.objects.all().delete)()  # expired, say
+    await other_session.send_json_to({"action": "stop"})
+    assert (await other_session.receive_output(timeout=2))["code"] == 4401
+
+
+async def test_a_send_says_why_the_workflow_cannot_take_it_and_deleting_closes_its_tabs(alice):
+    """Stopping, running (a second click of Send with its attachment) and deleted are each
+    said as such; a deletion closes the workflow's other tabs (4404)."""
+    from django.test import Client
+    from django.urls import reverse
+
+    from workflows.models import ChatWorkflow
+
+    @database_sync_to_async
+    def refusal(workflow, status, documents=()) -> str:
+        ChatWorkflow.objects.filter(pk=workflow.pk).update(status=status)
+        try:
+            services.round_open(
+                workflow_id=workflow.pk, owner=alice, text="Go", document_ids=list(documents)
+            )
+        except services.WorkflowBusy as busy:
+            return str(busy)
+        return ""
+
+    workflow = await make_workflow(alice)
+    upload = await database_sync_to_async(services.document_upload)(
+        workflow=workflow, name="notes.md", data=b"# Notes"
+    )
+    assert "still stopping" in await refusal(workflow, ChatWorkflow.Status.STOPPING)
+    assert "already running" in await refusal(workflow, ChatWorkflow.Status.RUNNING, [upload.pk])
+    await refusal(workflow, ChatWorkflow.Status.COMPLETED)  # it opens
+
+    tab = await connect(alice, workflow.pk)
+    await database_sync_to_async(ChatWorkflow.objects.filter(pk=workflow.pk).update)(
+        status=ChatWorkflow.Status.COMPLETED
+    )
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    await sync_to_async(client.post)(reverse("workflows:delete", args=[workflow.pk]))
+    output = await tab.receive_output(timeout=2)
+    while output["type"] == "websocket.send":  # the round opened above, replayed
+        output = await tab.receive_output(timeout=2)
+    assert output == {"type": "websocket.close", "code": 4404}
+    assert "was deleted" in await refusal(workflow, ChatWorkflow.Status.COMPLETED)

@@ -204,6 +204,8 @@ def round_open(
     with transaction.atomic():
         if refusal := rates.round_refusal(user=owner, limit=max_rounds_per_hour):
             raise WorkflowBusy(refusal)
+        if refusal := not_open(workflow_id, owner):  # before its uploads: a second click of
+            raise WorkflowBusy(refusal)  # Send says "running", not "attach the file again"
         if missing := not_pending_uploads(workflow_id, document_ids):
             raise RoundRefused(
                 f"Not an upload waiting for this workflow's next message: document "
@@ -229,7 +231,7 @@ def round_open(
             )
         )
         if not claimed:
-            raise WorkflowBusy("This workflow is already running; stop it or wait for it.")
+            raise WorkflowBusy(not_open(workflow_id, owner) or RUNNING)
         workflow = ChatWorkflow.objects.get(pk=workflow_id)
         source = None
         if reruns is not None:
@@ -296,6 +298,25 @@ def workflow_rename(*, workflow: ChatWorkflow, title: str) -> Envelope:
         event = TitleEvent(round=0, title=title)
         stored = event_append(workflow_id=workflow.pk, type=event.type, payload=payload_of(event))
     return Envelope.from_row(stored)
+
+
+RUNNING = "This workflow is already running; stop it or wait for it."
+
+
+def not_open(workflow_id: int, owner: Any) -> str:
+    """Why a round cannot open in the workflow now ("" when it can): deleted, stopping or
+    running."""
+    status = ChatWorkflow.objects.filter(pk=workflow_id, owner=owner).values_list(
+        "status", flat=True
+    )
+    match status.first():
+        case None:
+            return "This workflow was deleted; start a new one."
+        case ChatWorkflow.Status.STOPPING:
+            return "The run is still stopping; send again in a moment (your text is kept)."
+        case status if status in ChatWorkflow.ACTIVE_STATUSES:
+            return RUNNING
+    return ""
 
 
 def workflow_delete(*, workflow: ChatWorkflow) -> None:

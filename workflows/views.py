@@ -183,6 +183,7 @@ def workflow_delete(request: HttpRequest, workflow_id: int) -> HttpResponse:
     except services.WorkflowBusy as busy:
         messages.error(request, str(busy))
         return redirect(workflow)
+    async_to_sync(broadcast.gone)(workflow_id)  # its other tabs stop looking live
     messages.success(request, f"Deleted “{workflow}”.")
     return redirect("workflows:home")
 

@@ -85,6 +85,9 @@
       if (meta.dataset.role === "error" && pendingAsk.isConnected) answering(pendingAsk, false);
       pendingAsk = null;
     }
+    // A refused send keeps its text and attachments, and a later message (from another tab,
+    // say) is not taken for it.
+    if (meta.dataset.type === "notice" && meta.dataset.role === "error") pendingSend = false;
     if (meta.dataset.type === "notice" && pendingSteer) {
       if (meta.dataset.role === "info") pendingSteer.reset(); // refused: the note stays
       pendingSteer = null;
@@ -214,14 +217,23 @@
     form.querySelectorAll("button, input").forEach((el) => { el.disabled = sent; });
     form.classList.toggle("answered", sent);
   }
+  // A second Send (a double click, Enter twice) before the first is answered is not sent.
+  let sentAt = 0;
+  chat.addEventListener("htmx:wsConfigSend", function (evt) {
+    const form = evt.target.closest && evt.target.closest("form");
+    if (form && form.id === "composer" && pendingSend && Date.now() - sentAt < 10000) {
+      evt.preventDefault();
+    }
+  });
   chat.addEventListener("htmx:wsAfterSend", function (evt) {
     const form = evt.target.closest("form");
     if (!form) return;
-    if (form.id === "composer") pendingSend = true;
+    if (form.id === "composer") { pendingSend = true; sentAt = Date.now(); }
     if (form.classList.contains("edit-form")) pendingEdit = form.closest("details");
     if (form.id === "steer-form") pendingSteer = form;
-    // A question is answered once: the loop has moved on (a refused answer opens it again).
-    if (form.classList.contains("ask")) {
+    // A question or an approval is answered once: the loop has moved on (a refused answer
+    // opens it again).
+    if (form.classList.contains("ask") || form.closest(".approval")) {
       answering(form, true);
       pendingAsk = form;
     }

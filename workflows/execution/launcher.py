@@ -102,7 +102,12 @@ async def request_stop(*, workflow_id: int) -> None:
         pk=workflow_id, status__in=(ChatWorkflow.Status.RUNNING, ChatWorkflow.Status.QUEUED)
     ).aupdate(status=ChatWorkflow.Status.STOPPING)
     if not marked and not await is_active(workflow_id=workflow_id):
-        raise CommandRefused("Nothing is running in this workflow.")
+        stopped = await ChatWorkflow.objects.filter(
+            pk=workflow_id, status=ChatWorkflow.Status.STOPPED
+        ).aexists()
+        raise CommandRefused(
+            "The run has already stopped." if stopped else "Nothing is running in this workflow."
+        )
     round = await current_round(workflow_id)
     # Viewers see "stopping" at once, before the run has wound down.
     if marked and (stopping := await database_sync_to_async(stopping_record)(workflow_id)):

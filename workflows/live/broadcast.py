@@ -8,6 +8,7 @@ is committed, a broadcast that fails is logged and left to the viewers' own catc
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 from contextlib import suppress
@@ -52,6 +53,23 @@ async def broadcast(envelope: Envelope) -> bool:
     layer did not take it (logged; viewers catch up from the database)."""
     message = rendered(envelope)
     return await _send(viewers_group(envelope.workflow), message, what=f"event {envelope.seq}")
+
+
+def session_group(session_key: str) -> str:
+    """Every socket opened under one sign-in session (named by a digest, never the key)."""
+    return "session." + hashlib.sha256(session_key.encode()).hexdigest()[:40]
+
+
+async def session_ended(session_key: str) -> bool:
+    """Close the sockets of a session that signed out: they act for nobody any more."""
+    return await _send(session_group(session_key), {"type": "session.ended"}, what="sign-out")
+
+
+async def gone(workflow_id: int) -> bool:
+    """Tell the workflow's viewers it was deleted: their sockets close as for a workflow
+    that is not theirs (4404), instead of showing a live page of nothing."""
+    message = {"type": "workflow.gone"}
+    return await _send(viewers_group(workflow_id), message, what="deletion")
 
 
 async def send_control(workflow_id: int, command: dict[str, Any]) -> bool:

@@ -54,6 +54,20 @@ def owned_workflow(user, workflow_id: int) -> ChatWorkflow | None:
 
 
 @database_sync_to_async
+def still_signed_in(session_key: str, user_id: int) -> bool:
+    """Whether the session the socket was opened under still exists, for an active user
+    (a sign-out elsewhere, an expired session or a deactivated account end it)."""
+    from importlib import import_module
+
+    from django.contrib.auth import get_user_model
+
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    if session_key and not store().exists(session_key):
+        return False
+    return get_user_model().objects.filter(pk=user_id, is_active=True).exists()
+
+
+@database_sync_to_async
 def stored_last_seq(workflow_id: int) -> int | None:
     return ChatWorkflow.objects.filter(pk=workflow_id).values_list("last_seq", flat=True).first()
 
@@ -92,6 +106,11 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_BAD_REQUEST)
             return
         self.user = user
+        self.session_key = getattr(self.scope.get("session"), "session_key", None) or ""
+        if self.session_key:  # signing out closes this socket (see `session_ended`)
+            await self.channel_layer.group_add(
+                broadcast.session_group(self.session_key), self.channel_name
+            )
         self.ordered = asyncio.Lock()
         """Held while events are sent, so a live event and a catch-up never interleave."""
         self.heard = time.monotonic()
@@ -129,6 +148,13 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         if getattr(self, "subscribed", False):
             group = broadcast.viewers_group(self.workflow_id)
             await self.channel_layer.group_discard(group, self.channel_name)
+        if getattr(self, "session_key", ""):
+            group = broadcast.session_group(self.session_key)
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def session_ended(self, message: dict[str, Any]) -> None:
+        """The session this socket was opened under signed out."""
+        await self.close(code=CLOSE_NOT_SIGNED_IN)
 
     async def replay(self, *, upto: int | None) -> None:
         """Send every stored event after last_seq (up to `upto`), in order."""
@@ -157,6 +183,10 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             if stored > self.last_seq:
                 async with self.ordered:
                     await self.replay(upto=stored)
+
+    async def workflow_gone(self, message: dict[str, Any]) -> None:
+        """The workflow was deleted (in another tab): this socket ends."""
+        await self.close(code=CLOSE_NOT_FOUND)
 
     async def workflow_event(self, message: dict[str, Any]) -> None:
         """A live event from the run, already stored (or an unstored frame of an answer),
@@ -223,6 +253,9 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         while True:
             command = await self.commands.get()
             if command is None:
+                return
+            if not await still_signed_in(self.session_key, self.user.pk):
+                await self.close(code=CLOSE_NOT_SIGNED_IN)  # a command acts for nobody now
                 return
             try:
                 confirmation = await commands.execute(
