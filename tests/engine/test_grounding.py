@@ -211,6 +211,7 @@ def test_open_work_closes_everything_a_cut_off_round_left_open() -> None:
     message = closing[0]
     assert isinstance(message, MessageEvent) and message.content == "Half an answer"
     assert closing[2].method == "web.search" and closing[2].reason == "Stopped by the user."
+    assert closing[1].reason == "the run stopped before it was answered"  # not "no answer came"
 
 
 def test_open_work_of_a_finished_round_is_empty() -> None:

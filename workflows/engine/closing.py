@@ -148,10 +148,12 @@ class OpenWork:
                     status=ending,
                 )
             )
+        # Not "no answer came": the run ended under the question.
+        ended = f"the run {ending} before it was answered"
         for ask in self.asks.values():
-            events.append(ask.model_copy(update={"status": "cancelled"}))
+            events.append(ask.model_copy(update={"status": "cancelled", "reason": ended}))
         for approval in self.approvals.values():
-            events.append(approval.model_copy(update={"status": "cancelled"}))
+            events.append(approval.model_copy(update={"status": "cancelled", "reason": ended}))
         for place, step in self.steps.items():
             spent = self.step_spent.get(place, _Spend())
             events.append(

@@ -305,6 +305,8 @@ class AskEvent(BaseEvent):
     within the round's time budget, or the run ended first."""
     granted: int = 0
     """The further steps the user granted (0: stop the task)."""
+    reason: str = ""
+    """Why it was cancelled when the run ended first (stopped, failed); empty otherwise."""
 
 
 class ApprovalEvent(BaseEvent):
@@ -316,6 +318,8 @@ class ApprovalEvent(BaseEvent):
     status: Literal["waiting", "approved", "rejected", "cancelled"]
     """cancelled when no answer came: not within the round's time budget, or the run ended
     first."""
+    reason: str = ""
+    """Why it was cancelled when the run ended first (stopped, failed); empty otherwise."""
 
 
 Event = Annotated[
