@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.live import connect, receive
-from workflows import services
+from workflows import rates, services
 from workflows.models import ChatDocument, ChatMessage, ChatWorkflow
 
 
@@ -101,3 +101,21 @@ def test_rounds_older_than_an_hour_do_not_count(alice, settings):
         workflow_id=workflow.pk, owner=alice, text="again", document_ids=[], max_rounds_per_hour=2
     )
     assert message.round == workflow.current_round + 1
+
+
+@pytest.mark.django_db
+def test_deleting_workflows_does_not_reset_the_hourly_limits(alice, settings):
+    """Rounds and uploads of a deleted workflow still count for their hour: deleting the
+    workflows that used up the limit does not open it again."""
+    busy = make_rounds(alice, 2, minutes_ago=20)
+    services.document_upload(workflow=busy, name="a.md", data=b"# a")
+    services.workflow_delete(workflow=busy)
+    fresh = services.workflow_create(owner=alice, title="Fresh")
+
+    with pytest.raises(services.WorkflowBusy, match="Try again in 40 minutes"):
+        services.round_open(
+            workflow_id=fresh.pk, owner=alice, text="again", document_ids=[],
+            max_rounds_per_hour=2,
+        )  # fmt: skip
+    assert rates.upload_refusal(user=alice, adding=1, limit=1) is not None
+    assert rates.upload_refusal(user=alice, adding=1, limit=2) is None

@@ -240,6 +240,28 @@ class StepRecord(WorkflowEvent):
         verbose_name_plural = "steps"
 
 
+class RateMark(models.Model):
+    """A round started or a file uploaded in a workflow that was deleted since: the hourly
+    limits still count it (they count the rows a round or an upload leaves, which go with
+    their workflow). Marks older than the limits' hour are dropped as new ones are added."""
+
+    class Kind(models.TextChoices):
+        ROUND = "round", "Round started"
+        UPLOAD = "upload", "File uploaded"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="rate_marks"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    created = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["owner", "kind", "created"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.created:%Y-%m-%d %H:%M}"
+
+
 class Connection(models.Model):
     """A user's credential for a provider (e.g. their own Tavily key), named by label.
 

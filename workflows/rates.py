@@ -1,15 +1,17 @@
 """Per-user rates over the last hour, counted from the rows they leave behind (uploaded
-documents, user messages), so every process of a scaled-out site sees the same counts."""
+documents, user messages), so every process of a scaled-out site sees the same counts; a
+workflow's deletion leaves marks of its recent ones (`RateMark`), so deleting does not reset
+the limits."""
 
 from __future__ import annotations
 
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from .models import ChatDocument, ChatMessage
+from .models import ChatDocument, ChatMessage, ChatWorkflow, RateMark
 
 WINDOW = timedelta(hours=1)
 
@@ -24,7 +26,7 @@ def upload_refusal(*, user, adding: int, limit: int) -> str | None:
         source=ChatDocument.Source.UPLOADED,
         created__gte=timezone.now() - WINDOW,
     )
-    wait = _wait(recent, adding, limit)
+    wait = _wait(_times(recent, user, RateMark.Kind.UPLOAD), adding, limit)
     if wait is None:
         return None
     files = f"{limit} file{'s' if limit != 1 else ''}"
@@ -41,22 +43,48 @@ def round_refusal(*, user, limit: int) -> str | None:
         role=ChatMessage.Role.USER,
         created__gte=timezone.now() - WINDOW,
     )
-    wait = _wait(recent, 1, limit)
+    wait = _wait(_times(recent, user, RateMark.Kind.ROUND), 1, limit)
     if wait is None:
         return None
     rounds = f"{limit} message{'s' if limit != 1 else ''}"
     return f"Too many messages: at most {rounds} that start a round an hour. {wait}"
 
 
-def _wait(recent: QuerySet, adding: int, limit: int) -> str | None:
+def _times(recent: QuerySet, user, kind: str) -> list[datetime]:
+    """When each counted row and each mark of a deleted workflow's of the last hour was
+    made, oldest first."""
+    since = timezone.now() - WINDOW
+    marks = RateMark.objects.filter(owner=user, kind=kind, created__gte=since)
+    times = [*recent.values_list("created", flat=True), *marks.values_list("created", flat=True)]
+    return sorted(times)
+
+
+def _wait(times: list[datetime], adding: int, limit: int) -> str | None:
     """None when `adding` more fit in the window; else when enough of the recent ones
     will have left it."""
-    count = recent.count()
-    over = count + adding - limit
+    over = len(times) + adding - limit
     if over <= 0:
         return None
     if adding > limit:
         return f"Choose at most {limit} at once."
-    oldest = recent.order_by("created").values_list("created", flat=True)[over - 1]
+    oldest = times[over - 1]
     minutes = max(1, math.ceil((oldest + WINDOW - timezone.now()).total_seconds() / 60))
     return f"Try again in {minutes} minute{'s' if minutes != 1 else ''}."
+
+
+def mark_deleted(workflow: ChatWorkflow) -> None:
+    """Before a workflow is deleted: mark its rounds and uploads of the last hour, which the
+    limits go on counting; drop its owner's marks that no longer count."""
+    since = timezone.now() - WINDOW
+    owner = workflow.owner_id
+    RateMark.objects.filter(owner_id=owner, created__lt=since).delete()
+    rounds = workflow.messages.filter(role=ChatMessage.Role.USER, created__gte=since)
+    uploads = workflow.documents.filter(source=ChatDocument.Source.UPLOADED, created__gte=since)
+    RateMark.objects.bulk_create(
+        [
+            *(RateMark(owner_id=owner, kind=RateMark.Kind.ROUND, created=at)
+              for at in rounds.values_list("created", flat=True)),
+            *(RateMark(owner_id=owner, kind=RateMark.Kind.UPLOAD, created=at)
+              for at in uploads.values_list("created", flat=True)),
+        ]
+    )  # fmt: skip

@@ -327,6 +327,8 @@ def workflow_delete(*, workflow: ChatWorkflow) -> None:
     if workflow.is_active:
         raise WorkflowBusy("This workflow is running; stop it before deleting it.")
     files = [document.file for document in workflow.documents.all()]
-    workflow.delete()
+    with transaction.atomic():
+        rates.mark_deleted(workflow)  # the hourly limits still count its recent rounds
+        workflow.delete()
     for file in files:  # after the rows are gone, so a failure leaves no dangling row
         file.delete(save=False)
