@@ -264,3 +264,23 @@ async def test_an_unanswered_approval_ends_with_the_time_budget(alice, model, se
     decided = [e["payload"]["status"] for e in events if e["type"] == "approval"]
     assert decided == ["cancelled"]  # nobody answered: not "rejected by the user"
     await communicator.disconnect()
+
+
+async def test_a_steering_note_after_the_last_choice_is_said_unused(alice, model):
+    """A note that arrives while the answer is written is not silently dropped: the round
+    says it came after the agent's last choice of action and was not used."""
+    workflow, upload = await workflow_with_upload(alice)
+    model.add(
+        taskplan("Summarise"),
+        *extract_step(UPLOAD),
+        stop(),
+        FakeReply(content="The notes say revenue grew.", delay=1.0),  # the answer, slowly
+    )
+    communicator = await start(alice, workflow, upload)
+    await receive_until(communicator, lambda e: e["type"] == "refine")
+    await communicator.send_json_to({"action": "steer", "text": "focus on costs"})
+    events = await receive_until(communicator, is_final)
+    assert events[-1]["payload"]["status"] == "completed"
+    said = [e["payload"]["reason"] for e in events if e["type"] == "status"]
+    assert any("was not used" in r and "“focus on costs”" in r for r in said), said
+    await communicator.disconnect()

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from workflows import selectors
 from workflows.contract import Envelope, RunEvent
-from workflows.engine.events import BaseEvent, DeltaEvent, ErrorEvent, RoundEvent
+from workflows.engine.events import BaseEvent, DeltaEvent, ErrorEvent, RoundEvent, StatusEvent
 from workflows.engine.round import run_round
 from workflows.engine.state import RoundState
 from workflows.live import broadcast
@@ -134,6 +134,8 @@ class RoundRunner:
                 if isinstance(event, RoundEvent) and event.status != "started":
                     status, reason = outcome(event)
                 self.emit(event)
+            if unread := await controls.steering():  # came after the last choice of action
+                self.emit(StatusEvent(round=self.round, code="info", reason=unused_notes(unread)))
             await self.store()
         except (asyncio.CancelledError, DBOSWorkflowCancelledError):
             # Decided before any await: a second cancellation may interrupt what follows.
@@ -337,6 +339,14 @@ class RoundRunner:
             self.workflow_id, status, reason
         ):
             self.publish(stored)
+
+
+def unused_notes(notes: list[str]) -> str:
+    """Steering notes that came after the agent's last choice of action, said as unused (the
+    user was told the agent reads a note before it chooses its next action)."""
+    quoted = "; ".join(f"“{note[:200]}{'…' if len(note) > 200 else ''}”" for note in notes)
+    kind = "A steering note" if len(notes) == 1 else f"{len(notes)} steering notes"
+    return f"{kind} came after the agent's last choice of action and was not used: {quoted}."
 
 
 def joined(pending: DeltaEvent | None, piece: DeltaEvent) -> DeltaEvent:
