@@ -115,6 +115,15 @@ async def test_settling_leaves_a_round_the_durable_runtime_will_run(alice, media
         assert not await queued.events.aexists()
         assert orphan.status == ChatWorkflow.Status.FAILED
         assert "before it could start" in orphan.status_reason
+
+        # A round being handed to its run (opened, not yet held by DBOS) is spared by the
+        # watch of every process, which settles only runs quiet for the failover delay.
+        opening = await database_sync_to_async(services.workflow_create)(owner=alice)
+        await database_sync_to_async(services.round_open)(
+            workflow_id=opening.pk, owner=alice, text="Go", document_ids=[], queued=True
+        )
+        watched = await database_sync_to_async(settle.cut_off_runs)(older_than_seconds=60)
+        assert opening.pk not in watched
     finally:
         DBOS.destroy()
 

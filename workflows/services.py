@@ -228,6 +228,9 @@ def round_open(
                 current_task=0,
                 current_action=0,
                 updated=timezone.now(),  # update() skips auto_now; the sidebar sorts by it
+                # Alive from its opening: the watch of every process (`settle.cut_off_runs`)
+                # leaves a round alone while it is handed to its run, before DBOS holds it.
+                heartbeat=timezone.now(),
             )
         )
         if not claimed:
