@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import sys
 import time
 
 import pytest
@@ -362,3 +363,22 @@ async def test_the_operators_allow_list_means_the_same_to_mcp_as_to_the_fetcher(
     other_port = McpServer(name="mine", url="http://127.0.0.1:5432/mcp", owner=7)
     with pytest.raises(ServerUnavailable, match="refused"):
         await check_address(other_port, allowed)
+
+
+async def test_a_stdio_server_that_fails_is_explained_by_its_last_words(capfd):
+    """What a failing stdio server wrote to its stderr ends its reason (redacted), and is not
+    poured into the app's own log."""
+    script = (
+        "import sys; print('Traceback (most recent call last):', file=sys.stderr); "
+        "print('KeyError: NOTES_API_KEY (sk-123456789 is not valid)', file=sys.stderr); "
+        "sys.exit(3)"
+    )
+    server = McpServer(
+        name="notes", command=(sys.executable, "-c", script), env={"TOKEN": "sk-123456789"}
+    )
+    async with McpHub([server]) as hub:
+        _, unavailable = await hub.catalog()
+    reason = unavailable["notes.*"]
+    assert reason.startswith("MCP server notes (") and "it said: Traceback" in reason
+    assert "KeyError: NOTES_API_KEY" in reason and "sk-123456789" not in reason
+    assert "KeyError" not in capfd.readouterr().err

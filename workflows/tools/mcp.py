@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -187,8 +188,15 @@ class McpHub:
         from mcp import Client
 
         refusals: list[int] = []  # HTTP statuses of 400 and more: the SDK does not keep them
+        # A stdio server's stderr is kept apart, not mixed into the app's log: its last
+        # words explain a server that failed. Closed in the `finally` below.
+        errlog = (
+            tempfile.TemporaryFile("w+", errors="replace")  # noqa: SIM115
+            if server.command
+            else None
+        )
         try:
-            transport = transport_of(server, refusals.append, pinned=pinned)
+            transport = transport_of(server, refusals.append, pinned=pinned, errlog=errlog)
             async with Client(transport, mode="legacy") as client:
                 ready.set_result(client)
                 await self._closing.wait()
@@ -198,6 +206,8 @@ class McpHub:
             if isinstance(error, asyncio.CancelledError):
                 raise
             reason = describe_failure(server, error)
+            if errlog is not None and (words := last_words(server, errlog)):
+                reason += f"; it said: {words}"
             if not ready.done():
                 if refusals:
                     reason += f" (HTTP {refusals[-1]})"
@@ -205,6 +215,9 @@ class McpHub:
                 logger.warning("%s", reason)  # the server never started: said once, whole
             else:
                 logger.info("MCP server %s closed: %s", server.name, reason)
+        finally:
+            if errlog is not None:
+                errlog.close()
 
     async def call(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> ActionResult:
         """Call one tool under the server's time limit; any failure is a failed result."""
@@ -238,6 +251,20 @@ class McpHub:
         self._holders.clear()
         self._refreshes.clear()
         self._clients.clear()
+
+
+def last_words(server: McpServer, errlog: Any, limit: int = 300) -> str:
+    """The end of what a stdio server wrote to its stderr, on one line, redacted ("" for
+    none)."""
+    try:
+        errlog.flush()
+        errlog.seek(0, 2)
+        errlog.seek(max(0, errlog.tell() - 4 * limit))
+        lines = [line.strip() for line in errlog.read().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return ""
+    text = redact(server, " | ".join(lines[-3:]))
+    return text[-limit:]
 
 
 def describe_failure(server: McpServer, error: BaseException) -> str:

@@ -55,16 +55,20 @@ def transport_of(
     refused: Callable[[int], None] = lambda status: None,
     *,
     pinned: str | None = None,
+    errlog: Any = None,
 ) -> Any:
-    """What the SDK's Client connects to: stdio parameters, or an HTTP transport with the
-    server's headers and no environment proxy (`refused` hears every status of 400 and more;
-    `pinned`: the checked address every request of this server's host goes to)."""
+    """What the SDK's Client connects to: a stdio server's process (its stderr written to
+    `errlog`, a file, when given), or an HTTP transport with the server's headers and no
+    environment proxy (`refused` hears every status of 400 and more; `pinned`: the checked
+    address every request of this server's host goes to)."""
     if server.command:
         from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
 
-        return StdioServerParameters(
+        parameters = StdioServerParameters(
             command=server.command[0], args=list(server.command[1:]), env=server.env or None
         )
+        return parameters if errlog is None else stdio_client(parameters, errlog=errlog)
     from mcp.client.streamable_http import streamable_http_client
 
     async def hear(response: Any) -> None:
