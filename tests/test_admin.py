@@ -1,5 +1,7 @@
 """Django admin pages render for a superuser and show what an admin needs."""
 
+import os
+
 import pytest
 from django.urls import reverse
 
@@ -235,3 +237,22 @@ def test_admin_cannot_turn_a_users_secret_into_a_token_for_another_server(
     assert "needs its token again" in page
     wiki.refresh_from_db()
     assert wiki.url == "https://mcp.example.org/mcp"
+
+
+def test_deleting_from_admin_is_the_apps_deletion(admin_client, alice):
+    """A workflow deleted from admin takes its files with it (as the app's Delete does), and
+    a running one cannot be deleted there."""
+    from workflows.models import ChatWorkflow
+
+    workflow = workflow_with_history(alice)
+    path = workflow.documents.get().file.path
+    running = workflow_with_history(alice)
+    ChatWorkflow.objects.filter(pk=running.pk).update(status=ChatWorkflow.Status.RUNNING)
+
+    delete = reverse("admin:workflows_chatworkflow_delete", args=[workflow.pk])
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 302
+    assert not ChatWorkflow.objects.filter(pk=workflow.pk).exists()
+    assert not os.path.exists(path)
+    refused = reverse("admin:workflows_chatworkflow_delete", args=[running.pk])
+    assert admin_client.post(refused, {"post": "yes"}).status_code == 403
+    assert ChatWorkflow.objects.filter(pk=running.pk).exists()

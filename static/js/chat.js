@@ -6,6 +6,11 @@
   const chat = document.getElementById("live");
   if (!chat) return;
   let lastSeq = parseInt(chat.dataset.lastSeq || "0", 10);
+  // The page draws what was stored before it loaded by replaying it. While it does, nothing
+  // measures the layout per event (that made a long workflow's load quadratic): the steps
+  // fold and the view goes to the bottom once, when the replay reaches this seq.
+  const storedAtLoad = parseInt(chat.dataset.storedSeq || "0", 10);
+  function replaying() { return lastSeq < storedAtLoad; }
   const streamed = {}; // message key -> characters shown so far
   const attempts = {}; // message key -> the attempt being shown (a resumed run streams anew)
 
@@ -59,7 +64,7 @@
     lastMeta = null;
   });
   chat.addEventListener("htmx:wsBeforeMessage", function (evt) {
-    noteFollowing();
+    if (!replaying()) noteFollowing();
     const meta = metaOf(evt.detail.message);
     if (!meta) return;
     showPhase(meta);
@@ -72,7 +77,7 @@
     if (meta.dataset.type === "delta") {
       evt.preventDefault();
       applyDelta(meta);
-      scrollDown();
+      if (!replaying()) scrollDown();
       return;
     }
     lastMeta = meta; // said, once it is swapped in, by access.js
@@ -99,6 +104,7 @@
   // closed stays as they left it.
   const FOLDED = new Set(["success"]);
   function foldFinishedSteps() {
+    if (replaying()) return;
     document.querySelectorAll("details.step[open]:not([data-pinned])").forEach(function (step) {
       if (step.contains(document.activeElement)) return; // never fold away the reader's focus
       const badge = step.querySelector(":scope > summary .badge[data-state]");
@@ -153,6 +159,7 @@
     following = !pane || nearBottom(pane);
   }
   function scrollDown() {
+    if (replaying()) return;
     const pane = scroller();
     if (!pane) return;
     if (following || nearBottom(pane)) pane.scrollTop = pane.scrollHeight;

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.engine.conftest import collect, make_state, of, params, review, taskplan
 from workflows.engine.controls import AutoControls
 from workflows.engine.demo import DEMO_LABEL, DemoLLM
@@ -275,3 +277,16 @@ async def test_an_answer_the_review_writes_is_not_used_when_the_facts_fail_the_t
     answer = of(events, "message")[-1]
     assert answer.status == "failed" and "All done" not in answer.content
     assert answer.content.startswith("I could not complete this request.")
+
+
+@pytest.mark.parametrize("mode", ["react", "actionplan", "reasoning"])
+async def test_a_long_request_runs_in_every_mode(mode) -> None:
+    """A pasted e-mail of 5,000 characters is a request like any other: the task that stands
+    for it carries it cut to an objective's length, and the round ends as it would."""
+    from workflows.engine.schemas import TEXT_MAX
+
+    prompt = "Please answer this e-mail. " + "word " * 1_000
+    events = await collect(make_state(prompt=prompt, mode=mode), DemoLLM(), store=MemoryStore())
+    assert not [e for e in of(events, "error") if e.kind == "internal"]
+    assert of(events, "round")[-1].status in ("completed", "failed")
+    assert all(len(task.objective) <= TEXT_MAX for task in of(events, "task"))

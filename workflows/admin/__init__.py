@@ -90,6 +90,30 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
     def get_queryset(self, request):
         return selectors.workflow_with_step_count()
 
+    # Deleting goes through the app's own deletion: its files go with it, the hourly limits
+    # keep counting its rounds, its open tabs close; and never under a live run.
+    def has_delete_permission(self, request, obj=None) -> bool:
+        allowed = super().has_delete_permission(request, obj)
+        return allowed and not (obj is not None and obj.is_active)
+
+    def delete_model(self, request, obj: ChatWorkflow) -> None:
+        from asgiref.sync import async_to_sync
+
+        from workflows import services
+        from workflows.live import broadcast
+
+        services.workflow_delete(workflow=obj)
+        async_to_sync(broadcast.gone)(obj.pk)
+
+    def delete_queryset(self, request, queryset) -> None:
+        running = [w for w in queryset if w.is_active]
+        for workflow in queryset:
+            if not workflow.is_active:
+                self.delete_model(request, workflow)
+        if running:
+            names = ", ".join(f"“{w}”" for w in running)
+            self.message_user(request, f"Not deleted while running: {names}.", level="error")
+
     def get_search_results(self, request, queryset, search_term):
         queryset, _ = super().get_search_results(request, queryset, search_term)
         return queryset.distinct(), False

@@ -34,7 +34,7 @@ from .prompts import (
     selection_format,
 )
 from .ranking import CatalogView, task_view
-from .schemas import ActionPlan, TaskItem, TaskPlan, TaskReview
+from .schemas import ActionPlan, TaskItem, TaskPlan, TaskReview, as_objective
 from .selection import (
     answer_rule,
     answers_with_review,
@@ -96,7 +96,9 @@ async def run_tasks(ctx: RoundContext) -> AsyncIterator[Event]:
     if ctx.budget.exhausted() is None:
         async for event in plan_tasks(ctx, planned):
             yield event
-    fallback = TaskItem(objective=ctx.state.prompt, successCriteria=["The request is answered."])
+    fallback = TaskItem(
+        objective=as_objective(ctx.state.prompt), successCriteria=["The request is answered."]
+    )
     taskplan = planned.value or TaskPlan(tasks=[fallback])
     if taskplan.approach == "direct":
         taskplan = taskplan.model_copy(update={"tasks": [], "firstAction": None})

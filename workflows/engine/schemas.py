@@ -34,7 +34,17 @@ Name = Annotated[str, StringConstraints(max_length=100)]
 """Action names, labels, field names, types."""
 Line = Annotated[str, StringConstraints(max_length=300)]
 """A criterion, a learning, an improvement, a reference, a field description."""
-Text = Annotated[str, StringConstraints(max_length=1_000)]
+TEXT_MAX = 1_000
+Text = Annotated[str, StringConstraints(max_length=TEXT_MAX)]
+
+
+def as_objective(request: str) -> str:
+    """A user's request as a task's objective (a Text): a long one is cut, marked with …
+    (the whole request still reaches every prompt as the user request)."""
+    request = request.strip()
+    return request if len(request) <= TEXT_MAX else request[: TEXT_MAX - 1] + "…"
+
+
 Answer = Annotated[str, StringConstraints(max_length=12_000)]
 """The answer to the user written with a refinement decision (markdown)."""
 """An objective, a reason, an overview."""

@@ -18,7 +18,7 @@ from .events import ActEvent, DeltaEvent, ErrorEvent, Event, MessageEvent, PlanE
 from .history import render_history
 from .prompts import build, render_documents
 from .react import ask_to_continue, counted
-from .schemas import ActionSelection, Observation, TaskItem, Thought, render_plan
+from .schemas import ActionSelection, Observation, TaskItem, Thought, as_objective, render_plan
 
 THOUGHTS_PER_STEP = 2
 """Reasoning allows this many thoughts per configured step before asking to continue."""
@@ -39,7 +39,7 @@ def thoughts_text(thoughts: list[Thought]) -> str:
 async def run_reasoning(ctx: RoundContext) -> AsyncIterator[Event]:
     """Think until a thought says no further thought is needed; that thought is the answer."""
     item = TaskItem(
-        objective=ctx.state.prompt,
+        objective=as_objective(ctx.state.prompt),
         successCriteria=["Every plan step is done and verified."],
         taskType="analysis",
     )
