@@ -43,13 +43,18 @@ def report(sizes: list[int], runs: int, results: dict[tuple[str, int], list[dict
             line += f"{medians[(name, 100)] * 100 / (medians[(name, 10)] * 10):>10.2f}×"
         print(line)
     print()
+    checkpoints: dict[int, tuple[float, float]] = {}
     for size in sizes:
-        breakdown(size, results, medians)
-    verdicts(sizes, medians)
+        checkpoints.update(breakdown(size, results, medians))
+    verdicts(sizes, medians, checkpoints)
 
 
-def breakdown(size: int, results: dict[tuple[str, int], list[dict]], medians: dict) -> None:
-    """Where a runner's iteration goes: storing, DBOS checkpoints, the rest."""
+def breakdown(
+    size: int, results: dict[tuple[str, int], list[dict]], medians: dict
+) -> dict[int, tuple[float, float]]:
+    """Where a runner's iteration goes: storing, DBOS checkpoints, the rest. Returns, for the
+    runner on SQLite, {size: (DBOS operations per iteration, ms each)}."""
+    found: dict[int, tuple[float, float]] = {}
     for name in ("sqlite", "postgres"):
         if (name, size) not in results:
             continue
@@ -63,6 +68,8 @@ def breakdown(size: int, results: dict[tuple[str, int], list[dict]], medians: di
         store_ms = med("store") * 1000 / size
         dbos_ms = (med("dbos") - med("inside")) * 1000 / size
         per_op = dbos_ms / (steps + recv)
+        if name == "sqlite":
+            found[size] = (steps + recv, per_op)
         bare = medians[("bare", size)]
         rest = medians[(name, size)] - bare - store_ms - dbos_ms
         print(
@@ -72,9 +79,14 @@ def breakdown(size: int, results: dict[tuple[str, int], list[dict]], medians: di
             f"each); engine {bare:.2f} ms; the rest (documents, broadcast, setup) {rest:.2f} ms"
         )
     print()
+    return found
 
 
-def verdicts(sizes: list[int], medians: dict[tuple[str, int], float]) -> None:
+def verdicts(
+    sizes: list[int],
+    medians: dict[tuple[str, int], float],
+    checkpoints: dict[int, tuple[float, float]],
+) -> None:
     for size in sizes:
         saver = min(medians[("lg_sqlite", size)], medians[("lg_async", size)])
         ratio = medians[("sqlite", size)] / saver
@@ -83,6 +95,17 @@ def verdicts(sizes: list[int], medians: dict[tuple[str, int], float]) -> None:
             f"N={size}: runner on SQLite (events + checkpoints) is {ratio:.2f}× LangGraph with "
             f"its SQLite checkpointer (the faster of the two savers; goal ≤ 0.5×)",
         )
+        if size in checkpoints:
+            operations, each = checkpoints[size]
+            budget = 0.5 * saver
+            print(
+                f"        the floor: the goal leaves {budget:.2f} ms per iteration for everything; "
+                f"its DBOS checkpoints alone take {operations * each:.2f} ms ({operations:.1f} "
+                f"operations at {each:.2f} ms), and one operation alone takes "
+                f"{each / budget:.1f}× that budget: "
+                + ("out of reach while each model call and tool is a durable step"
+                   if each > budget else "within reach")
+            )  # fmt: skip
         for name, schemas in (("bare", "narrow"), ("bare_stable", "stable")):
             ratio = medians[(name, size)] / medians[("lg_bare", size)]
             verdict(

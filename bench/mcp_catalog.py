@@ -34,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import floors  # noqa: E402
 from bench.catalog_tools import builtin_tools, langchain_tools, openai_name  # noqa: E402
 from bench.vs_react import Model, Run, langgraph, poweron, task  # noqa: E402
 from bench.vs_react_report import (  # noqa: E402
@@ -261,6 +262,7 @@ def main() -> None:
         results, catalogs = asyncio.run(measure(sizes, runs, model))
     table = rows(results, tally(model.calls, results))
     report(table, catalogs, sizes, runs)
+    floors.report(model.calls, results, table, sizes, systems=("react", "actionplan", "cut"))
     for error in model.errors:
         print(f"model server error: {error}")
     print(f"took {time.perf_counter() - started:.0f} s")

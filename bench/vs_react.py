@@ -43,6 +43,7 @@ from pydantic import RootModel
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import floors  # noqa: E402
 from bench.catalog_tools import catalog, langchain_tools, openai_name  # noqa: E402
 from bench.vs_react_report import (  # noqa: E402
     LATENCY_BASE,
@@ -149,6 +150,9 @@ class Call:
     kind: str
     body: dict[str, Any]
     output_tokens: int
+    content: str = ""
+    """The answer's text (a structured answer's JSON); LangGraph's tool calls are left out."""
+    structured: bool = False
 
 
 class AnyAnswer(RootModel[dict[str, Any]]):
@@ -189,7 +193,10 @@ class Model:
         except Exception as error:
             self.errors.append(f"{body['model']} {schema or 'text'}: {error!r}")
             raise
-        self.calls.append(Call(system, int(size), int(run), kind, body, tokens))
+        written = content if isinstance(content, str) else ""
+        self.calls.append(
+            Call(system, int(size), int(run), kind, body, tokens, written, bool(schema))
+        )
         scale = self.latency_scale if int(run) else 0.0
         delay = scale * (LATENCY_BASE + LATENCY_PER_TOKEN * tokens)
         if not body.get("stream"):
@@ -376,6 +383,7 @@ def main() -> None:
         results = asyncio.run(measure(sizes, runs, model))
     table = rows(results, tally(model.calls, results))
     report(table, results, sizes, runs, scale)
+    floors.report(model.calls, results, table, sizes)
     for error in model.errors:
         print(f"model server error: {error}")
     plot(table, sizes, scale)
