@@ -239,20 +239,75 @@ def test_admin_cannot_turn_a_users_secret_into_a_token_for_another_server(
     assert wiki.url == "https://mcp.example.org/mcp"
 
 
-def test_deleting_from_admin_is_the_apps_deletion(admin_client, alice):
-    """A workflow deleted from admin takes its files with it (as the app's Delete does), and
-    a running one cannot be deleted there."""
+def test_deleting_from_admin_is_the_apps_deletion(
+    admin_client, alice, django_capture_on_commit_callbacks
+):
+    """A workflow deleted from admin takes its files with it once the deletion is committed
+    (as the app's Delete does); a running one is not deleted there, and says why."""
     from workflows.models import ChatWorkflow
 
     workflow = workflow_with_history(alice)
     path = workflow.documents.get().file.path
-    running = workflow_with_history(alice)
+    running = workflow_with_history(alice, title="Busy")
     ChatWorkflow.objects.filter(pk=running.pk).update(status=ChatWorkflow.Status.RUNNING)
 
     delete = reverse("admin:workflows_chatworkflow_delete", args=[workflow.pk])
-    assert admin_client.post(delete, {"post": "yes"}).status_code == 302
+    with django_capture_on_commit_callbacks(execute=True):
+        assert admin_client.post(delete, {"post": "yes"}).status_code == 302
     assert not ChatWorkflow.objects.filter(pk=workflow.pk).exists()
     assert not os.path.exists(path)
     refused = reverse("admin:workflows_chatworkflow_delete", args=[running.pk])
-    assert admin_client.post(refused, {"post": "yes"}).status_code == 403
+    page = admin_client.post(refused, {"post": "yes"}, follow=True)
+    assert "This workflow is running; stop it before deleting it." in page.content.decode()
     assert ChatWorkflow.objects.filter(pk=running.pk).exists()
+
+
+def test_a_batch_with_a_running_workflow_is_refused_whole_and_says_why(admin_client, alice):
+    """Deleting a selection that holds a running workflow deletes nothing and names it
+    (not "no permission" and a 403); without it, the confirmation page and the deletion
+    work as Django's own."""
+    from workflows.models import ChatWorkflow
+
+    idle = workflow_with_history(alice, title="Idle")
+    running = workflow_with_history(alice, title="Busy")
+    ChatWorkflow.objects.filter(pk=running.pk).update(status=ChatWorkflow.Status.RUNNING)
+    url = reverse("admin:workflows_chatworkflow_changelist")
+    both = {"action": "delete_selected", "_selected_action": [idle.pk, running.pk]}
+
+    page = admin_client.post(url, both, follow=True).content.decode()
+    assert "Nothing was deleted: “Busy” is running." in page
+    assert admin_client.post(url, {**both, "post": "yes"}).status_code == 302
+    assert ChatWorkflow.objects.count() == 2
+
+    one = {"action": "delete_selected", "_selected_action": [idle.pk]}
+    assert "Are you sure" in admin_client.post(url, one).content.decode()
+    admin_client.post(url, {**one, "post": "yes"})
+    assert list(ChatWorkflow.objects.values_list("pk", flat=True)) == [running.pk]
+
+
+def test_deleting_a_user_takes_their_documents_files(
+    admin_client, alice, django_capture_on_commit_callbacks
+):
+    """An account deleted in admin takes its workflows' files with their rows (they used to
+    stay on disk, with nothing left pointing at them)."""
+    workflow = workflow_with_history(alice)
+    path = workflow.documents.get().file.path
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client.post(reverse("admin:auth_user_delete", args=[alice.pk]), {"post": "yes"})
+    assert not os.path.exists(path)
+
+
+def test_a_deletion_rolled_back_keeps_the_files(alice, django_capture_on_commit_callbacks):
+    """Files go only once the deletion is committed: a deletion rolled back keeps them."""
+    from django.db import transaction
+
+    workflow = workflow_with_history(alice)
+    path = workflow.documents.get().file.path
+    with (
+        django_capture_on_commit_callbacks(execute=True),
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        services.workflow_delete(workflow=workflow)
+        raise RuntimeError("rolled back")
+    assert os.path.exists(path)

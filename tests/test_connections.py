@@ -239,3 +239,21 @@ def test_a_kept_token_never_follows_the_server_to_another_address(alice_client, 
     assert alice_client.post(url, given).status_code == 302
     connection.refresh_from_db()
     assert (connection.url, connection.secret) == ("https://mcp.example.net/mcp", "NEW-TOKEN")
+
+
+def test_the_connections_page_reads_every_connection_in_one_query(alice_client, alice):
+    """The page's queries do not grow with the number of connections (each row used to be
+    read again for its secret's state)."""
+    from django.db import connection as db
+    from django.test.utils import CaptureQueriesContext
+
+    def queries() -> int:
+        with CaptureQueriesContext(db) as captured:
+            assert alice_client.get(reverse("workflows:connections")).status_code == 200
+        return len(captured.captured_queries)
+
+    services.connection_create(owner=alice, label="c0", kind="tavily", secret="tvly-x")
+    one = queries()
+    for n in range(1, 10):
+        services.connection_create(owner=alice, label=f"c{n}", kind="tavily", secret="tvly-x")
+    assert queries() == one

@@ -286,6 +286,49 @@ async def test_signing_out_closes_the_sessions_sockets_and_a_command_acts_for_no
     assert (await other_session.receive_output(timeout=2))["code"] == 4401
 
 
+@pytest.mark.parametrize("ended_by", ["expiry", "password change"])
+async def test_a_socket_whose_session_expired_or_whose_password_changed_acts_for_nobody(
+    alice, ended_by
+):
+    """A session past its expiry date, or one signed in before the password changed (Django
+    signs such a session out on its next request), carries out no command: closed with 4401."""
+    from datetime import timedelta
+
+    from channels.testing import WebsocketCommunicator
+    from django.conf import settings
+    from django.contrib.sessions.models import Session
+    from django.test import Client
+    from django.utils import timezone
+
+    from poweron.asgi import application
+
+    workflow = await make_workflow(alice)
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    key = client.cookies[settings.SESSION_COOKIE_NAME].value
+    socket = WebsocketCommunicator(
+        application,
+        f"/ws/workflows/{workflow.pk}/?format=json",
+        headers=[
+            (b"origin", b"http://127.0.0.1"),
+            (b"host", b"127.0.0.1"),
+            (b"cookie", f"{settings.SESSION_COOKIE_NAME}={key}".encode()),
+        ],
+    )
+    assert (await socket.connect())[0]
+    await socket.send_json_to({"action": "stop"})
+    assert (await receive(socket))["payload"]["text"] == "Nothing is running in this workflow."
+
+    if ended_by == "expiry":
+        past = timezone.now() - timedelta(minutes=1)
+        await Session.objects.filter(session_key=key).aupdate(expire_date=past)
+    else:
+        alice.set_password("a-new-password-1")
+        await alice.asave(update_fields=["password"])
+    await socket.send_json_to({"action": "stop"})
+    assert (await socket.receive_output(timeout=2))["code"] == 4401
+
+
 async def test_a_send_says_why_the_workflow_cannot_take_it_and_deleting_closes_its_tabs(alice):
     """Stopping, running (a second click of Send with its attachment) and deleted are each
     said as such; a deletion closes the workflow's other tabs (4404)."""

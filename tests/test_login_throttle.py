@@ -59,3 +59,27 @@ def test_the_cool_off_ends(client, alice, settings):
     assert sign_in(client, "alice-pass-123").status_code == 429
     AccessAttempt.objects.update(attempt_time=timezone.now() - timedelta(hours=1))
     assert sign_in(client, "alice-pass-123").status_code == 302
+
+
+def test_every_skip_link_has_its_target(client, alice_client, alice, settings):
+    """ "Skip to content" leads somewhere on every page: the sign-in page, the refusal after
+    too many failures, and the signed-in pages."""
+    import re
+
+    from workflows import services
+
+    settings.AXES_FAILURE_LIMIT = 1
+    workflow = services.workflow_create(owner=alice)
+    pages = [
+        client.get(reverse("login")),
+        sign_in(client, "wrong"),
+        alice_client.get(reverse("workflows:home")),
+        alice_client.get(workflow.get_absolute_url()),
+        alice_client.get(reverse("workflows:connections")),
+    ]
+    for page in pages:
+        html = page.content.decode()
+        targets = re.findall(r'class="skip-link" href="#([\w-]+)"', html)
+        assert targets, page.request["PATH_INFO"]
+        for target in targets:
+            assert f'id="{target}"' in html, (page.request["PATH_INFO"], target)

@@ -70,11 +70,14 @@ def test_sanitize_html_strips_disallowed_markup():
 
 
 def test_on_the_page_an_answers_headings_sit_under_the_pages():
-    """The page has its h1, a round's h2 and the answer's h3: a model's `#` becomes h4, and
-    nothing goes past h6; the export keeps the model's own levels."""
+    """The page has its h1, a round's h2 and the answer's h3: an answer's top heading becomes
+    h4 and the levels below it follow, nothing past h6; the export keeps the model's own."""
     from workflows.markdown import render_markdown_for_page
 
     html = render_markdown_for_page("# Title\n\n## Part\n\n#### Deep\n\nText with `<h1>`.")
     assert "<h4>Title</h4>" in html and "<h5>Part</h5>" in html and "<h6>Deep</h6>" in html
     assert "<h1" not in html and "&lt;h1&gt;" in html
     assert "<h1>Title</h1>" in render_markdown("# Title")
+    # An answer whose top heading is `##` keeps its steps (they all became h5 and h6).
+    html = render_markdown_for_page("## Findings\n\n### Costs\n\n#### Detail\n\ntext")
+    assert "<h4>Findings</h4>" in html and "<h5>Costs</h5>" in html and "<h6>Detail</h6>" in html

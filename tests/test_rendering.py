@@ -2,6 +2,7 @@
 formats, undeclared fields and unknown types refused, model and web text sanitised."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,19 @@ def test_a_steps_cached_tokens_are_shown_beside_its_tokens():
     assert "3100 tokens, 2048 of them cached" in html  # the chart's bar says it too
     plain = render_event(envelope(step.model_copy(update={"cachedTokens": 0})))
     assert "3100 tok · " in plain and "cached" not in plain
+
+
+def test_a_question_cut_off_by_the_runs_end_says_so_once():
+    """A step-limit question the run's end cut off says why in one phrase (it read "not
+    answered: the run stopped before it was answered.")."""
+    from workflows.engine.events import AskEvent
+
+    cut_off = AskEvent(
+        round=1, task=1, question="Continue?", stepsDone=5, status="cancelled",
+        reason="the run stopped before it was answered",
+    )  # fmt: skip
+    text = " ".join(re.sub(r"<[^>]+>", " ", render_event(envelope(cut_off))).split())
+    assert "Continue? — the run stopped before it was answered." in text
+    unanswered = AskEvent(round=1, task=1, question="Continue?", stepsDone=5, status="cancelled")
+    text = " ".join(re.sub(r"<[^>]+>", " ", render_event(envelope(unanswered))).split())
+    assert "Continue? — not answered, so the task stopped here." in text

@@ -129,3 +129,108 @@ def test_secrets_stored_in_clear_before_are_sealed_by_the_migration_and_back(ali
     finally:
         executor = MigrationExecutor(db)
         migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db
+def test_a_sealed_value_given_as_a_secret_is_refused_not_opened(alice, alice_client):
+    """A seal copied from a backup or a dump and given as a connection's secret (on the
+    Connections page or to the service) is refused: opened, it would hand another user's
+    token to a server of this user's choosing."""
+    from django.contrib.auth import get_user_model
+    from django.core.exceptions import ValidationError
+
+    bob = get_user_model().objects.create_user("bob", password="x")
+    services.connection_create(
+        owner=bob, label="wiki", kind="mcp", secret="BOBS-TOKEN-123456",
+        url="https://mcp.example.org/mcp",
+    )  # fmt: skip
+    sealed = stored(Connection.objects.get(owner=bob))
+
+    page = alice_client.post(
+        reverse("workflows:connections"),
+        {"label": "mine", "kind": "mcp", "url": "https://mcp.example.net/mcp", "secret": sealed},
+    )
+    assert "This is not a key or token" in page.content.decode()
+    with pytest.raises(ValidationError, match="not a key or token"):
+        services.connection_create(
+            owner=alice, label="mine", kind="mcp", secret=sealed, url="https://mcp.example.net/mcp"
+        )
+    assert not Connection.objects.filter(owner=alice).exists()
+
+
+@pytest.mark.django_db
+def test_a_token_no_key_opens_does_not_move_to_another_server(alice, alice_client):
+    """A stored MCP token that no key opens still counts as stored: the server's address
+    cannot move to another origin without a new token (put back in the fallbacks later, the
+    old token would otherwise go to the new server)."""
+    with override_settings(SECRET_KEY=OLD_KEY):
+        connection = services.connection_create(
+            owner=alice, label="wiki", kind="mcp", secret="tok-SECRET",
+            url="https://mcp.example.org/mcp",
+        )  # fmt: skip
+    with override_settings(SECRET_KEY=NEW_KEY):
+        alice_client.force_login(alice)
+        edit = reverse("workflows:connection-edit", args=[connection.pk])
+        moved = {"label": "wiki", "kind": "mcp", "url": "https://mcp.example.net/mcp", "secret": ""}
+        page = alice_client.post(edit, moved)
+        assert "needs its token again" in page.content.decode()
+    with override_settings(SECRET_KEY=NEW_KEY, SECRET_KEY_FALLBACKS=[OLD_KEY]):
+        kept = Connection.objects.get()
+        assert (kept.url, kept.secret) == ("https://mcp.example.org/mcp", "tok-SECRET")
+
+
+@pytest.mark.django_db
+def test_a_dump_keeps_a_secret_no_key_opens_as_it_was_sealed(alice):
+    """A backup taken under the wrong key keeps the sealed text of what it cannot open (it
+    used to write an empty secret)."""
+    with override_settings(SECRET_KEY=OLD_KEY):
+        connection = services.connection_create(
+            owner=alice, label="search", kind="tavily", secret=SECRET
+        )
+    with override_settings(SECRET_KEY=NEW_KEY):
+        out = io.StringIO()
+        call_command("dumpdata", "workflows.connection", stdout=out)
+    [row] = json.loads(out.getvalue())
+    assert row["fields"]["secret"] == stored(connection)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrating_back_refuses_to_empty_a_secret_no_key_opens(alice):
+    """Back to clear text, a secret that no key opens would be written empty: the migration
+    refuses, naming the connection, and leaves it sealed."""
+    executor = MigrationExecutor(db)
+    with override_settings(SECRET_KEY=OLD_KEY):
+        connection = services.connection_create(
+            owner=alice, label="search", kind="tavily", secret=SECRET
+        )
+    sealed = stored(connection)
+    with (
+        override_settings(SECRET_KEY=NEW_KEY),
+        pytest.raises(RuntimeError, match=str(connection.pk)),
+    ):
+        executor.loader.build_graph()
+        executor.migrate([("workflows", "0006_connection_mcp_url")])
+    assert stored(connection) == sealed
+    executor = MigrationExecutor(db)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db
+def test_the_tools_panel_counts_only_connections_a_round_can_use(alice, settings):
+    """A connection whose secret no longer opens sits out the rounds, and the Tools panel
+    says so: no web search on its strength, and its MCP server is listed as needing its
+    token again."""
+    from workflows.execution.tools_panel import tool_overview
+
+    settings.POWERON_SEARCH_PROVIDER = settings.POWERON_TAVILY_API_KEY = ""
+    with override_settings(SECRET_KEY=OLD_KEY):
+        services.connection_create(owner=alice, label="search", kind="tavily", secret=SECRET)
+        services.connection_create(
+            owner=alice, label="wiki", kind="mcp", secret="tok-1", url="https://mcp.example.org/mcp"
+        )
+        assert {r["name"]: r for r in tool_overview(owner=alice)}["web.search"]["available"]
+    with override_settings(SECRET_KEY=NEW_KEY):
+        rows = {row["name"]: row for row in tool_overview(owner=alice)}
+    assert not rows["web.search"]["available"]
+    assert not rows["wiki.*"]["available"] and rows["wiki.*"]["own"]
+    assert "enter it again under Connections" in rows["wiki.*"]["reason"]

@@ -157,3 +157,49 @@ def test_an_ended_round_never_looks_alive_again(alice):
     assert [row.payload["status"] for row in runs] == ["completed"]
     # The next round is a round of its own: it runs.
     assert recording.record(workflow.pk, resumed.model_copy(update={"round": 2})) is not None
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_round_a_worker_just_took_after_a_long_wait_does_not_make_it_look_dead(
+    alice, media_root, settings
+):
+    """A round that waited in the queue longer than the failover delay, then was taken by a
+    live worker that has not beaten for it yet, is quiet only by its heartbeat: that worker
+    is not taken for dead (its other runs would run twice). Once DBOS's record of the take
+    is as old as the failover delay too, it is."""
+    import sqlalchemy as sa
+    from dbos import DBOS
+
+    from workflows.execution import durable, runner
+
+    settings.POWERON_FAILOVER_SECONDS = 60
+    await durable.launch(queues=[])  # this process ("local") takes nothing from the queue
+    try:
+        workflow = await database_sync_to_async(services.workflow_create)(owner=alice)
+        _, message, _ = await database_sync_to_async(services.round_open)(
+            workflow_id=workflow.pk, owner=alice, text="Go", document_ids=[], queued=True
+        )
+        await runner.start(workflow.pk, 1, message.pk, queued=True)
+        waited = timezone.now() - timedelta(seconds=120)
+        await ChatWorkflow.objects.filter(pk=workflow.pk).aupdate(heartbeat=waited)
+        engine = sa.create_engine(durable.system_database_url())
+
+        def taken_by_worker(at_ms: int) -> None:
+            """What a dequeue by the worker "worker-1" writes (DBOS's own claim)."""
+            with engine.begin() as connection:
+                connection.execute(
+                    sa.text(
+                        "UPDATE workflow_status SET status = 'PENDING', executor_id = "
+                        "'worker-1', updated_at = :at WHERE workflow_uuid = :id"
+                    ),
+                    {"at": at_ms, "id": durable.round_id(workflow.pk, 1)},
+                )
+
+        now_ms = int(timezone.now().timestamp() * 1000)
+        await database_sync_to_async(taken_by_worker)(now_ms)
+        assert await durable.dead_executors(exclude="local") == set()
+        await database_sync_to_async(taken_by_worker)(now_ms - 120_000)
+        assert await durable.dead_executors(exclude="local") == {"worker-1"}
+        engine.dispose()
+    finally:
+        DBOS.destroy()

@@ -115,14 +115,18 @@ def test_the_markdown_export_says_how_each_round_ended_and_what_it_reran(alice_c
     assert "### User (edited from round 1)\n\nFind Y" in text
 
 
-def test_delete_removes_the_workflow_and_its_files(alice_client, alice):
-    """Deleting a workflow removes its rows and its files under MEDIA_ROOT."""
+def test_delete_removes_the_workflow_and_its_files(
+    alice_client, alice, django_capture_on_commit_callbacks
+):
+    """Deleting a workflow removes its rows, then (once that is committed) its files under
+    MEDIA_ROOT."""
     from pathlib import Path
 
     workflow = workflow_with_history(alice)
     path = Path(workflow.documents.get().file.path)
     assert path.exists()
-    response = alice_client.post(reverse("workflows:delete", args=[workflow.pk]))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = alice_client.post(reverse("workflows:delete", args=[workflow.pk]))
     assert response.status_code == 302
     assert not alice.workflows.exists()
     assert not ChatDocument.objects.exists()

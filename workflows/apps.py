@@ -10,8 +10,23 @@ class WorkflowsConfig(AppConfig):
 
     def ready(self) -> None:
         from django.contrib.auth.signals import user_logged_out
+        from django.db.models.signals import post_delete
 
         user_logged_out.connect(close_sockets_on_sign_out, dispatch_uid="poweron-sign-out")
+        post_delete.connect(
+            delete_document_file, sender="workflows.ChatDocument", dispatch_uid="poweron-files"
+        )
+
+
+def delete_document_file(sender, instance, **kwargs) -> None:
+    """A document's file goes with its row, however the row goes (a workflow deleted in the
+    app or in admin, its owner's account deleted): once the deletion is committed, so a
+    rollback keeps both, and a failure to remove the file is logged, not raised."""
+    from django.db import transaction
+
+    if instance.file:
+        file = instance.file
+        transaction.on_commit(lambda: file.delete(save=False), robust=True)
 
 
 def close_sockets_on_sign_out(sender, request, user, **kwargs) -> None:

@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 
 from .models import ChatWorkflow, Connection
+from .sealing import is_unreadable
 
 
 class WorkflowCreateForm(forms.ModelForm):
@@ -50,7 +51,8 @@ RETARGETED = (
 def kept_secret_retargeted(instance: Connection, url: str, secret: str) -> str:
     """The refusal when a stored secret would be kept while the server's address moves to
     another origin ("" when it is not): a kept token goes only where it was given."""
-    if not instance.pk or secret or not instance.secret or not instance.url:
+    kept = bool(instance.secret) or is_unreadable(instance.secret)  # unreadable reads as ""
+    if not instance.pk or secret or not kept or not instance.url:
         return ""
     if origin_of(instance.url) == origin_of(url):
         return ""

@@ -73,14 +73,16 @@ _TABLE_STYLE = re.compile(r'(<t[dh]) style="[^"]*"')
 
 
 _HEADING = re.compile(r"<(/?)h([1-6])(?=[\s>])")
-PAGE_HEADING_SHIFT = 3
+PAGE_TOP_HEADING = 4
 """An answer sits under the page's h1, its round's h2 and its own h3: its headings start at h4."""
 
 
 def render_markdown_for_page(text: str) -> str:
     """Render for the chat page, whose CSP allows no style attribute: a table column's
-    alignment becomes a class (`align-right`); headings move under the page's (a model's `#`
-    becomes h4, and nothing goes past h6)."""
+    alignment becomes a class (`align-right`); headings move under the page's, keeping their
+    steps (the answer's top level becomes h4, the next h5, and nothing goes past h6)."""
     html = _TABLE_ALIGN.sub(r'\1 class="align-\2"', render_markdown(text))
     html = _TABLE_STYLE.sub(r"\1", html)
-    return _HEADING.sub(lambda m: f"<{m[1]}h{min(int(m[2]) + PAGE_HEADING_SHIFT, 6)}", html)
+    levels = [int(level) for _, level in _HEADING.findall(html)]
+    shift = PAGE_TOP_HEADING - min(levels, default=PAGE_TOP_HEADING)
+    return _HEADING.sub(lambda m: f"<{m[1]}h{min(int(m[2]) + shift, 6)}", html)

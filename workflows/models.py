@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.urls import reverse
 
 from workflows.engine.contracts import DocumentRef
 from workflows.engine.state import MODES
-from workflows.sealing import SealedTextField, is_unreadable
+from workflows.sealing import PREFIX, SealedTextField, is_unreadable
 
 
 def default_max_steps() -> int:
@@ -294,6 +297,17 @@ class Connection(models.Model):
 
     def __repr__(self) -> str:
         return f"<Connection {self.label} kind={self.kind} secret=***>"
+
+    def clean_fields(self, exclude: Any = None) -> None:
+        """A secret given in a form or a service call is a key or token, never a sealed value:
+        opened here, a seal copied from a backup would hand another user's secret to this
+        connection's server (the field opens seals only for `loaddata`)."""
+        given = self.secret
+        if isinstance(given, str) and not is_unreadable(given) and given.startswith(PREFIX):
+            raise ValidationError(
+                {"secret": "This is not a key or token; enter the secret itself."}
+            )
+        super().clean_fields(exclude=exclude)
 
     @property
     def needs_secret_again(self) -> bool:

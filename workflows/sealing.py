@@ -92,5 +92,7 @@ class SealedTextField(models.TextField):
         return value if value is None else seal(value)
 
     def value_to_string(self, obj: Any) -> str:
-        """Serialised (dumpdata) sealed, as stored; loaded back, `to_python` opens it."""
-        return seal(self.value_from_object(obj) or "")
+        """Serialised (dumpdata) sealed, as stored (one no key opens keeps its sealed text);
+        loaded back, `to_python` opens it."""
+        value = self.value_from_object(obj)
+        return seal(value if value is not None else "")

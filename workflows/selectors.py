@@ -108,7 +108,9 @@ def usable_connections(*, user) -> list[Connection]:
 
 def connection_list(*, user) -> QuerySet[Connection]:
     """The user's connections; templates show label and kind, never the secret."""
-    return Connection.objects.filter(owner=user).only("id", "label", "kind", "url", "created")
+    return Connection.objects.filter(owner=user).only(
+        "id", "label", "kind", "url", "secret", "created"
+    )
 
 
 def connection_get(*, user, connection_id: int) -> Connection:

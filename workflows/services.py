@@ -323,15 +323,20 @@ def not_open(workflow_id: int, owner: Any) -> str:
 
 
 def workflow_delete(*, workflow: ChatWorkflow) -> None:
-    """Delete a workflow with its messages, events and documents, files included.
+    """Delete a workflow with its messages, events and documents (their files go once the
+    deletion is committed: `apps.delete_document_file`).
 
     Refused while a run is going: the run would write into a workflow that is gone.
     """
-    if workflow.is_active:
-        raise WorkflowBusy("This workflow is running; stop it before deleting it.")
-    files = [document.file for document in workflow.documents.all()]
     with transaction.atomic():
+        # Under the row's lock, so a round opened meanwhile is seen.
+        status = (
+            ChatWorkflow.objects.select_for_update()
+            .filter(pk=workflow.pk)
+            .values_list("status", flat=True)
+            .first()
+        )
+        if status in ChatWorkflow.ACTIVE_STATUSES:
+            raise WorkflowBusy("This workflow is running; stop it before deleting it.")
         rates.mark_deleted(workflow)  # the hourly limits still count its recent rounds
         workflow.delete()
-    for file in files:  # after the rows are gone, so a failure leaves no dangling row
-        file.delete(save=False)

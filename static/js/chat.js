@@ -64,7 +64,8 @@
     lastMeta = null;
   });
   chat.addEventListener("htmx:wsBeforeMessage", function (evt) {
-    if (!replaying()) noteFollowing();
+    const wasReplaying = replaying();
+    if (!wasReplaying) noteFollowing();
     const meta = metaOf(evt.detail.message);
     if (!meta) return;
     showPhase(meta);
@@ -75,8 +76,9 @@
       chat.dataset.lastSeq = String(seq);
     }
     if (meta.dataset.type === "delta") {
-      evt.preventDefault();
+      evt.preventDefault(); // no swap, so no wsAfterMessage: the replay's end is done here
       applyDelta(meta);
+      if (wasReplaying && !replaying()) foldFinishedSteps();
       if (!replaying()) scrollDown();
       return;
     }
@@ -126,16 +128,18 @@
     });
   });
   chat.addEventListener("htmx:wsOpen", () => setConnection("live"));
+  // 4401: this session is signed out (here or elsewhere); 4404: the workflow was deleted.
+  const REFUSED = { 4401: "× signed out", 4404: "× deleted" };
   chat.addEventListener("htmx:wsClose", (evt) => {
     const code = evt.detail.event.code;
-    setConnection(code === 4401 || code === 4404 ? "refused" : "reconnecting");
+    setConnection(REFUSED[code] ? "refused" : "reconnecting", REFUSED[code]);
   });
 
-  function setConnection(state) {
+  function setConnection(state, text) {
     const badge = document.getElementById("connection");
     if (!badge) return;
     badge.dataset.state = state;
-    badge.textContent = { live: "● live", reconnecting: "○ reconnecting…", refused: "× not allowed" }[state];
+    badge.textContent = text || { live: "● live", reconnecting: "○ reconnecting…" }[state];
   }
 
   // The view follows the work while the reader is at the bottom; scrolled up, they get a

@@ -34,9 +34,10 @@ def by_name(tools) -> dict:
     return {tool.name: tool for tool in tools}
 
 
-def test_a_configuration_problem_is_logged_once_per_process(settings, caplog):
+def test_a_configuration_problem_is_logged_once_per_process(settings, caplog, monkeypatch):
     from workflows.execution import setup
 
+    monkeypatch.setattr(setup, "_SAID", set())  # as in a new process, whatever ran before
     settings.POWERON_MCP_SERVERS = json.dumps({"calc": {"command": "x", "colour": "blue"}})
     for _ in range(3):  # at every round and Tools panel
         assert setup.site_mcp_servers() == []
@@ -382,3 +383,20 @@ async def test_a_stdio_server_that_fails_is_explained_by_its_last_words(capfd):
     assert reason.startswith("MCP server notes (") and "it said: Traceback" in reason
     assert "KeyError: NOTES_API_KEY" in reason and "sk-123456789" not in reason
     assert "KeyError" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("after", [1_170, 70_000])
+async def test_last_words_never_show_part_of_a_secret_cut_by_their_window(after):
+    """A secret that straddles the end of what is read of a server's stderr is left out with
+    its line, not shown in part (it was cut first and redacted after, so its tail showed)."""
+    secret = "sk-live-0123456789abcdefghijklmnopqrstuvwxyz"
+    script = (
+        "import os, sys; sys.stderr.write('rejected token ' + os.environ['TOKEN'] + "
+        f"'\\n' * {after} + 'giving up\\n'); sys.exit(3)"
+    )
+    server = McpServer(name="notes", command=(sys.executable, "-c", script), env={"TOKEN": secret})
+    async with McpHub([server]) as hub:
+        _, unavailable = await hub.catalog()
+    reason = unavailable["notes.*"]
+    assert "giving up" in reason
+    assert not any(secret[i:] in reason for i in range(len(secret) - 6))

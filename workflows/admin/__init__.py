@@ -4,10 +4,14 @@ inlines and columns in `timeline`, the guard on connection secrets in `safety`).
 from __future__ import annotations
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.admin.actions import delete_selected
+from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.db import transaction
 from django.http import FileResponse, Http404
+from django.shortcuts import redirect
 from django.urls import path
 
 from workflows import pricing, selectors
@@ -22,6 +26,7 @@ from workflows.models import (
     StepRecord,
     WorkflowEvent,
 )
+from workflows.services import WorkflowBusy
 
 from .safety import SecretSafeAdmin
 from .timeline import (
@@ -34,6 +39,25 @@ from .timeline import (
     document_link,
     event_duration,
 )
+
+RUNNING_NOT_DELETED = "This workflow is running; stop it before deleting it."
+
+
+@admin.action(permissions=["delete"], description="Delete selected chat workflows")
+def delete_unless_running(modeladmin, request, queryset):
+    """Django's delete action (its confirmation page included), refused with nothing deleted
+    while one of the selected workflows runs."""
+    running = list(queryset.filter(status__in=ChatWorkflow.ACTIVE_STATUSES))
+    if running:
+        names = ", ".join(f"“{w}”" for w in running)
+        modeladmin.message_user(
+            request,
+            f"Nothing was deleted: {names} {'is' if len(running) == 1 else 'are'} running. "
+            "Stop it first, or leave it out of the selection.",
+            level=messages.ERROR,
+        )
+        return None
+    return delete_selected(modeladmin, request, queryset)
 
 
 @admin.register(ChatWorkflow)
@@ -91,10 +115,30 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
         return selectors.workflow_with_step_count()
 
     # Deleting goes through the app's own deletion: its files go with it, the hourly limits
-    # keep counting its rounds, its open tabs close; and never under a live run.
-    def has_delete_permission(self, request, obj=None) -> bool:
-        allowed = super().has_delete_permission(request, obj)
-        return allowed and not (obj is not None and obj.is_active)
+    # keep counting its rounds, its open tabs close; and never under a live run, which is
+    # said (the per-object permission Django offers would refuse a whole batch as "no
+    # permission", and the page would 403).
+    def delete_view(self, request, object_id, extra_context=None):
+        workflow = self.get_object(request, unquote(object_id))
+        if workflow is not None and workflow.is_active:
+            return self._refuse_deletion(request, workflow, RUNNING_NOT_DELETED)
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except WorkflowBusy as busy:  # a run began since the page was drawn
+            return self._refuse_deletion(request, workflow, str(busy))
+
+    def _refuse_deletion(self, request, workflow, reason: str):
+        self.message_user(request, reason, level=messages.ERROR)
+        if workflow is None:
+            return redirect("admin:workflows_chatworkflow_changelist")
+        return redirect("admin:workflows_chatworkflow_change", workflow.pk)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if "delete_selected" in actions:
+            _, name, description = actions["delete_selected"]
+            actions["delete_selected"] = (delete_unless_running, name, description)
+        return actions
 
     def delete_model(self, request, obj: ChatWorkflow) -> None:
         from asgiref.sync import async_to_sync
@@ -103,16 +147,19 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
         from workflows.live import broadcast
 
         services.workflow_delete(workflow=obj)
-        async_to_sync(broadcast.gone)(obj.pk)
+        transaction.on_commit(lambda: async_to_sync(broadcast.gone)(obj.pk))
 
     def delete_queryset(self, request, queryset) -> None:
-        running = [w for w in queryset if w.is_active]
+        busy = []
         for workflow in queryset:
-            if not workflow.is_active:
-                self.delete_model(request, workflow)
-        if running:
-            names = ", ".join(f"“{w}”" for w in running)
-            self.message_user(request, f"Not deleted while running: {names}.", level="error")
+            try:
+                with transaction.atomic():
+                    self.delete_model(request, workflow)
+            except WorkflowBusy:  # a run began since the selection was confirmed
+                busy.append(workflow)
+        if busy:
+            names = ", ".join(f"“{w}”" for w in busy)
+            self.message_user(request, f"Not deleted, running: {names}.", level=messages.ERROR)
 
     def get_search_results(self, request, queryset, search_term):
         queryset, _ = super().get_search_results(request, queryset, search_term)

@@ -36,6 +36,7 @@ Line = Annotated[str, StringConstraints(max_length=300)]
 """A criterion, a learning, an improvement, a reference, a field description."""
 TEXT_MAX = 1_000
 Text = Annotated[str, StringConstraints(max_length=TEXT_MAX)]
+"""An objective, a reason, an overview."""
 
 
 def as_objective(request: str) -> str:
@@ -47,7 +48,6 @@ def as_objective(request: str) -> str:
 
 Answer = Annotated[str, StringConstraints(max_length=12_000)]
 """The answer to the user written with a refinement decision (markdown)."""
-"""An objective, a reason, an overview."""
 Passage = Annotated[str, StringConstraints(max_length=2_000)]
 """Context for Stage 2, a plan step's result."""
 Thinking = Annotated[str, StringConstraints(max_length=8_000)]

@@ -291,14 +291,20 @@ async def take_over_dead_executors() -> None:
 
 
 async def dead_executors(*, exclude: str) -> set[str]:
-    """Executors holding pending runs whose heartbeat went quiet."""
+    """Executors holding pending runs whose heartbeat went quiet, and which they did not
+    take just now: a round that waited in the queue longer than the failover delay, then
+    taken by a live worker that has not beaten for it yet, is quiet only by its heartbeat
+    (DBOS's own record of the take is recent)."""
     cutoff = timezone.now() - timedelta(seconds=settings.POWERON_FAILOVER_SECONDS)
+    cutoff_ms = cutoff.timestamp() * 1000
     quiet = ChatWorkflow.objects.filter(
         status__in=ChatWorkflow.ACTIVE_STATUSES, heartbeat__lt=cutoff
     ).values_list("pk", "current_round")
     dead = set()
     async for workflow_id, round in quiet:
         found = await DBOS.get_workflow_status_async(round_id(workflow_id, round))
-        if found and found.status == "PENDING" and found.executor_id not in (None, exclude):
+        if not found or found.status != "PENDING" or found.executor_id in (None, exclude):
+            continue
+        if (found.updated_at or 0) < cutoff_ms:
             dead.add(found.executor_id)
     return dead

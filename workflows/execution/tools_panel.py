@@ -6,9 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from workflows.tools import mcp, mcp_tools
-from workflows.tools.mcp_servers import McpServer
+from workflows.tools.mcp_servers import McpServer, server_name
 
 from .setup import mcp_servers, site_mcp_servers, tool_settings
+
+SECRET_UNREADABLE = (
+    "Its token can no longer be read here (the site's key changed); enter it again under "
+    "Connections."
+)
 
 
 def tool_overview(
@@ -19,7 +24,9 @@ def tool_overview(
     they may use follow, as their latest listing in this process found them."""
     from workflows.tools.registry import CATALOG, ToolRegistry, variables_named
 
-    connections = list(owner.connections.all()) if owner is not None else []
+    everyone = list(owner.connections.all()) if owner is not None else []
+    # What a round would use: a connection whose secret no longer opens sits out.
+    connections = [c for c in everyone if not c.needs_secret_again]
     kinds = set(connection_kinds) | {c.kind for c in connections}
     registry = ToolRegistry(tool_settings(), connection_kinds=kinds)
     unavailable = registry.unavailable()
@@ -34,7 +41,12 @@ def tool_overview(
         for tool in CATALOG
     ]
     servers = mcp_servers(connections) if owner is not None else site_mcp_servers()
-    return rows + [row for server in servers for row in mcp_overview(server)]
+    unreadable = [
+        _row(f"{server_name(c.label)}.*", "", reason=SECRET_UNREADABLE, own=True)
+        for c in everyone
+        if c.needs_secret_again and c.kind == "mcp"
+    ]
+    return rows + [row for server in servers for row in mcp_overview(server)] + unreadable
 
 
 def mcp_overview(server: McpServer) -> list[dict]:

@@ -55,16 +55,25 @@ def owned_workflow(user, workflow_id: int) -> ChatWorkflow | None:
 
 @database_sync_to_async
 def still_signed_in(session_key: str, user_id: int) -> bool:
-    """Whether the session the socket was opened under still exists, for an active user
-    (a sign-out elsewhere, an expired session or a deactivated account end it)."""
+    """Whether the session the socket was opened under is still this user's: not signed out,
+    not expired, its password unchanged since, the account active."""
     from importlib import import_module
 
-    from django.contrib.auth import get_user_model
+    from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
+    from django.utils.crypto import constant_time_compare
 
-    store = import_module(settings.SESSION_ENGINE).SessionStore
-    if session_key and not store().exists(session_key):
+    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    if user is None:
         return False
-    return get_user_model().objects.filter(pk=user_id, is_active=True).exists()
+    if not session_key:
+        return True
+    # load() reads only an unexpired session; {} when it is gone or expired.
+    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()
+    if session.get(SESSION_KEY) != str(user.pk):
+        return False
+    stored = session.get(HASH_SESSION_KEY) or ""
+    hashes = [user.get_session_auth_hash(), *user.get_session_auth_fallback_hash()]
+    return any(constant_time_compare(stored, each) for each in hashes)
 
 
 @database_sync_to_async

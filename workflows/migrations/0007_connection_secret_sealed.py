@@ -12,8 +12,19 @@ def seal_secrets(apps, schema_editor):
 
 
 def open_secrets(apps, schema_editor):
-    """Back to clear text, for the code before this migration."""
+    """Back to clear text, for the code before this migration; refused while a secret that no
+    key opens is stored (it would be written back empty)."""
     Connection = apps.get_model("workflows", "Connection")
+    unreadable = [
+        connection.pk
+        for connection in Connection.objects.exclude(secret="")
+        if workflows.sealing.is_unreadable(connection.secret)
+    ]
+    if unreadable:
+        raise RuntimeError(
+            f"Connections {', '.join(map(str, unreadable))} hold secrets that no key opens; "
+            "set SECRET_KEY_FALLBACKS to the key that sealed them before migrating back."
+        )
     for connection in Connection.objects.exclude(secret=""):
         clear = models.Value(str(connection.secret), output_field=models.TextField())
         Connection.objects.filter(pk=connection.pk).update(secret=clear)

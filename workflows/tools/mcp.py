@@ -253,18 +253,25 @@ class McpHub:
         self._clients.clear()
 
 
+LAST_WORDS_WINDOW = 64 * 1024
+"""How much of the end of a stdio server's stderr is read for its last words."""
+
+
 def last_words(server: McpServer, errlog: Any, limit: int = 300) -> str:
     """The end of what a stdio server wrote to its stderr, on one line, redacted ("" for
-    none)."""
+    none). Redacted whole lines before it is cut: a secret cut in two is not found."""
     try:
         errlog.flush()
-        errlog.seek(0, 2)
-        errlog.seek(max(0, errlog.tell() - 4 * limit))
-        lines = [line.strip() for line in errlog.read().splitlines() if line.strip()]
+        end = errlog.seek(0, 2)
+        start = max(0, end - LAST_WORDS_WINDOW)
+        errlog.seek(start)
+        text = errlog.read()
     except (OSError, ValueError):
         return ""
-    text = redact(server, " | ".join(lines[-3:]))
-    return text[-limit:]
+    if start:  # the window opens inside a line, perhaps inside a secret: leave that line out
+        text = text.partition("\n")[2]
+    lines = [line.strip() for line in redact(server, text).splitlines() if line.strip()]
+    return " | ".join(lines[-3:])[-limit:]
 
 
 def describe_failure(server: McpServer, error: BaseException) -> str:

@@ -1,6 +1,7 @@
 """Seal every connection's secret under the site's current SECRET_KEY (after a rotation)."""
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from workflows.models import Connection
 from workflows.sealing import is_unreadable
@@ -14,12 +15,22 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         resealed, unreadable = 0, []
-        for connection in Connection.objects.exclude(secret="").select_related("owner"):
-            if is_unreadable(connection.secret):
-                unreadable.append(f"{connection.owner.get_username()}/{connection.label}")
-                continue
-            connection.save(update_fields=["secret"])
-            resealed += 1
+        for pk in Connection.objects.exclude(secret="").values_list("pk", flat=True):
+            # One row at a time, under its lock: a secret its owner changes meanwhile is
+            # read as it is then, never overwritten with the one read before.
+            with transaction.atomic():
+                connection = (
+                    Connection.objects.select_for_update().select_related("owner").filter(pk=pk)
+                ).first()
+                if connection is None or not (
+                    connection.secret or is_unreadable(connection.secret)
+                ):
+                    continue
+                if is_unreadable(connection.secret):
+                    unreadable.append(f"{connection.owner.get_username()}/{connection.label}")
+                    continue
+                connection.save(update_fields=["secret"])
+                resealed += 1
         self.stdout.write(f"Resealed {resealed} connection secret(s) under the current key.")
         if unreadable:
             raise CommandError(

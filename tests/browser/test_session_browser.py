@@ -1,0 +1,56 @@
+"""A page opened in the middle of a streamed answer, and the tabs of a session that signs out,
+in a real browser (Debian's Chromium through Playwright against a real Daphne)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.browser import ARTIFACTS, attach, send, sign_in_to_new_workflow
+from tests.support.fake_openai import FakeReply
+from tests.support.replies import extract_step, stop, taskplan
+
+pytestmark = pytest.mark.browser
+
+LONG_ANSWER = " ".join(f"word{n}" for n in range(120))
+
+
+def test_a_page_opened_while_the_answer_streams_folds_its_finished_steps(
+    page, app_url, model, tmp_path
+):
+    """The replay of a page opened mid-answer ends on a streamed piece, which is no swap:
+    its finished steps still fold there (they stayed open until the answer ended)."""
+    sign_in_to_new_workflow(page, app_url)
+    attach(page, tmp_path, "# Notes\n\nRevenue grew 12 percent.\n")
+    steps = [taskplan("Summarise the notes"), *extract_step("docList:round1_upload"), stop()]
+    model.add(
+        *(FakeReply(content=json.dumps(step)) for step in steps),
+        FakeReply(content=LONG_ANSWER, chunk_delay=0.15),  # about 18 s of streaming
+    )
+    send(page, "Summarise my notes")
+    page.wait_for_selector("[id^=streaming-]")  # the answer is being written
+
+    other = page.context.new_page()
+    other.goto(page.url)
+    other.wait_for_selector("[id^=streaming-]")
+    other.wait_for_function(
+        "() => +document.getElementById('live').dataset.lastSeq >= "
+        "+document.getElementById('live').dataset.storedSeq"
+    )
+    assert other.locator("[id^=streaming-]").count() == 1  # still streaming
+    other.wait_for_selector("#step-1-1-1:not([open])", state="attached", timeout=3_000)
+    other.screenshot(path=ARTIFACTS / "session-mid-answer.png")
+    other.close()
+
+
+def test_a_signed_out_sessions_other_tabs_say_so(page, app_url):
+    """Signing out in one tab closes the session's other tabs' live connection, and their
+    badge says "signed out" (it said "not allowed")."""
+    sign_in_to_new_workflow(page, app_url)
+    other = page.context.new_page()
+    other.goto(page.url)
+    other.wait_for_selector("#connection[data-state=live]")
+    page.click(".topbar-user button:has-text('Sign out')")
+    other.wait_for_selector("#connection[data-state=refused]")
+    assert other.inner_text("#connection") == "× signed out"
