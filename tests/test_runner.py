@@ -123,3 +123,29 @@ async def test_a_user_may_run_only_so_many_rounds_at_once(alice, settings):
         await launcher.start_round(workflow_id=second.pk, user=alice, text="two", document_ids=[])
     await launcher.wait_for(first.pk)
     assert not await second.messages.aexists()
+
+
+async def test_an_upload_not_sent_with_the_message_is_no_document_of_the_round(alice):
+    """A file uploaded but not sent (its chip unticked, or waiting for a later message) is
+    not given to the agent: the round's documents are the ones sent with its message and the
+    earlier rounds' (it used to read every upload, as docList:pending_upload)."""
+    workflow, sent = await workflow_with_upload(alice)
+    unsent = await database_sync_to_async(services.document_upload)(
+        workflow=workflow, name="secret_plan.md", data=b"# Secret plan\n\nDo not read.\n"
+    )
+    await launcher.start_round(
+        workflow_id=workflow.pk, user=alice, text="Summarise my notes", document_ids=[sent.pk]
+    )
+    assert await launcher.wait_for(workflow.pk) == ChatWorkflow.Status.COMPLETED
+    _, _, messages, documents = await stored(workflow)
+
+    answer = next(m for m in messages if m.role == ChatMessage.Role.ASSISTANT and m.round == 1)
+    assert "Secret plan" not in answer.content and "Do not read" not in answer.content
+    read = {d.name for d in documents if d.source != ChatDocument.Source.UPLOADED}
+    assert read and all("Secret" not in name for name in read)
+    plans = await database_sync_to_async(list)(
+        workflow.events.filter(type="plan").values_list("payload", flat=True)
+    )
+    assert plans and all("pending_upload" not in str(plan) for plan in plans)
+    unsent_now = await ChatDocument.objects.aget(pk=unsent.pk)
+    assert unsent_now.label == services.PENDING_UPLOAD_LABEL  # kept for a later message

@@ -1,6 +1,7 @@
 """Uploads and exports of the chat, for the owner only."""
 
 import json
+import os
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -27,6 +28,40 @@ def test_upload_stores_files_for_the_next_message(alice_client, alice):
     assert f'name="documents" value="{document.pk}"' in response.content.decode()
     assert (document.label, document.source) == ("pending_upload", ChatDocument.Source.UPLOADED)
     assert document.mime_type == "text/csv"  # the name says more than "octet-stream"
+
+
+def test_a_reload_shows_the_files_waiting_to_be_sent_and_one_can_be_taken_back(
+    alice_client, alice, bob, django_capture_on_commit_callbacks
+):
+    """Files uploaded and not yet sent are shown again after a reload (they were stored but
+    no longer shown); one can be taken back, file and all, and still counts for the hourly
+    upload limit; nobody else can take it back."""
+    from django.test import Client
+
+    from workflows import rates
+
+    workflow = services.workflow_create(owner=alice)
+    for name in ("a.md", "b.md"):
+        alice_client.post(
+            reverse("workflows:upload", args=[workflow.pk]),
+            {"files": [SimpleUploadedFile(name, b"# x", "text/markdown")]},
+        )
+    first, second = workflow.documents.order_by("id")
+    page = alice_client.get(workflow.get_absolute_url()).content.decode()
+    attachments = page.split('id="attachments"')[1].split("</div>")[0]
+    assert f'value="{first.pk}" checked' in attachments and "b.md" in attachments
+
+    discard = reverse("workflows:upload-discard", args=[workflow.pk, second.pk])
+    stranger = Client()
+    stranger.force_login(bob)
+    assert stranger.post(discard).status_code == 404
+    path = second.file.path
+    with django_capture_on_commit_callbacks(execute=True):
+        assert alice_client.post(discard).status_code == 200
+    assert list(workflow.documents.values_list("pk", flat=True)) == [first.pk]
+    assert not os.path.exists(path)
+    assert alice_client.post(discard).status_code == 404  # gone, or never a waiting upload
+    assert rates.upload_refusal(user=alice, adding=1, limit=2) is not None  # both count
 
 
 def test_an_upload_keeps_the_double_quotes_of_its_name(alice_client, alice):

@@ -88,3 +88,11 @@ def mark_deleted(workflow: ChatWorkflow) -> None:
               for at in uploads.values_list("created", flat=True)),
         ]
     )  # fmt: skip
+
+
+def mark_discarded(upload: ChatDocument) -> None:
+    """Before an upload not yet sent is taken back: mark it, if the limit still counts it."""
+    if upload.created >= timezone.now() - WINDOW:
+        RateMark.objects.create(
+            owner_id=upload.workflow.owner_id, kind=RateMark.Kind.UPLOAD, created=upload.created
+        )

@@ -122,3 +122,12 @@ def unreadable_connections() -> list[str]:
     """ "owner/label" of every stored connection secret the site's keys no longer open."""
     connections = Connection.objects.exclude(secret="").select_related("owner")
     return [f"{c.owner.get_username()}/{c.label}" for c in connections if c.needs_secret_again]
+
+
+def pending_uploads(*, workflow: ChatWorkflow) -> QuerySet[ChatDocument]:
+    """The files uploaded to a workflow and not yet sent with a message, oldest first."""
+    from workflows.services import PENDING_UPLOAD_LABEL
+
+    return workflow.documents.filter(
+        label=PENDING_UPLOAD_LABEL, source=ChatDocument.Source.UPLOADED
+    ).order_by("id")

@@ -163,6 +163,20 @@ def not_pending_uploads(workflow_id: int, document_ids: list[int]) -> list[int]:
     return sorted(set(document_ids) - waiting)
 
 
+def upload_discard(*, workflow: ChatWorkflow, document_id: int) -> bool:
+    """Take back a file uploaded but not yet sent with a message (its file goes once this is
+    committed); the hourly upload limit still counts it. False when it is no such upload."""
+    with transaction.atomic():
+        upload = workflow.documents.filter(
+            pk=document_id, label=PENDING_UPLOAD_LABEL, source=ChatDocument.Source.UPLOADED
+        ).first()
+        if upload is None:
+            return False
+        rates.mark_discarded(upload)
+        upload.delete()
+    return True
+
+
 def upload_copy(upload: ChatDocument, *, message: ChatMessage) -> ChatDocument:
     """A copy of an earlier round's upload for the round `message` opens."""
     with upload.file.open("rb") as handle:

@@ -32,6 +32,11 @@ urlpatterns = [
         views.document_upload,
         name="upload",
     ),
+    path(
+        "workflows/<int:workflow_id>/documents/<int:document_id>/discard/",
+        views.upload_discard,
+        name="upload-discard",
+    ),
     re_path(
         r"^workflows/(?P<workflow_id>[0-9]+)/export\.(?P<fmt>md|json)$",
         views.workflow_export,

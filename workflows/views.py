@@ -7,7 +7,7 @@ import json
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib import messages
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_POST
@@ -58,6 +58,7 @@ def workflow_detail(request: HttpRequest, workflow_id: int) -> HttpResponse:
             "messages_list": selectors.message_list(workflow=workflow),
             "form": WorkflowCreateForm(),
             "max_upload_bytes": settings.POWERON_MAX_UPLOAD_BYTES,
+            "pending_uploads": selectors.pending_uploads(workflow=workflow),
             "tools": tools_panel.tool_overview(owner=request.user),
         },
     )
@@ -105,7 +106,17 @@ def document_upload(request: HttpRequest, workflow_id: int) -> HttpResponse:
         )
         for upload in files
     ]
-    return render(request, "workflows/_uploads.html", {"documents": documents})
+    context = {"documents": documents, "workflow": workflow}
+    return render(request, "workflows/_uploads.html", context)
+
+
+@require_POST
+def upload_discard(request: HttpRequest, workflow_id: int, document_id: int) -> HttpResponse:
+    """Take back a file uploaded and not yet sent; its chip goes (an empty answer)."""
+    workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
+    if not services.upload_discard(workflow=workflow, document_id=document_id):
+        raise Http404("No file waiting to be sent has this id.")
+    return HttpResponse("")
 
 
 def workflow_export(request: HttpRequest, workflow_id: int, fmt: str) -> HttpResponse:

@@ -361,6 +361,8 @@
     // Files past the limit are not sent at all: the server would answer 413 before reading
     // them, but a browser still sending may report a reset connection instead.
     uploadForm.addEventListener("htmx:confirm", function (evt) {
+      // A new attempt: the last one's refusal no longer holds.
+      document.querySelectorAll("#attachments .upload-errors").forEach((list) => list.remove());
       const limit = Number(uploadForm.dataset.maxBytes || 0);
       const files = Array.from(document.getElementById("file-picker").files);
       if (!limit || files.reduce((sum, file) => sum + file.size, 0) <= limit) return;

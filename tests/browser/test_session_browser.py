@@ -54,3 +54,23 @@ def test_a_signed_out_sessions_other_tabs_say_so(page, app_url):
     page.click(".topbar-user button:has-text('Sign out')")
     other.wait_for_selector("#connection[data-state=refused]")
     assert other.inner_text("#connection") == "× signed out"
+
+
+def test_files_waiting_to_be_sent_survive_a_reload_and_can_be_taken_back(
+    page, app_url, tmp_path
+):
+    """Attached files are still in the composer after a reload (they were stored, but the
+    page forgot them), and × takes one back for good."""
+    sign_in_to_new_workflow(page, app_url)
+    attach(page, tmp_path, "# A\n", name="a.md")
+    attach(page, tmp_path, "# B\n", name="b.md")
+    page.reload()
+    page.wait_for_selector("#connection[data-state=live]")
+    names = page.locator("#attachments .chip-name").all_inner_texts()
+    assert names == ["a.md", "b.md"]
+    page.click("#attachments .upload-chip:has-text('b.md') .chip-remove")
+    page.wait_for_selector("#attachments .upload-chip:has-text('b.md')", state="detached")
+    assert page.locator("#attachments .upload-chip input:checked").count() == 1
+    page.reload()
+    page.wait_for_selector("#connection[data-state=live]")
+    assert page.locator("#attachments .chip-name").all_inner_texts() == ["a.md"]

@@ -233,7 +233,10 @@ class DurableStore:
 
     @database_sync_to_async
     def _index(self) -> list[dict[str, Any]]:
-        documents = self.workflow.documents.order_by("id")
+        # An upload not sent with a message (unticked, or waiting for the next one) is no
+        # document of the round: the user has not given it to the agent.
+        pending = services.PENDING_UPLOAD_LABEL
+        documents = self.workflow.documents.exclude(label=pending).order_by("id")
         if self.hidden:
             documents = documents.exclude(round__in=self.hidden)
         return [document.as_ref().model_dump(mode="json") for document in documents]
