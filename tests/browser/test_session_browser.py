@@ -56,9 +56,7 @@ def test_a_signed_out_sessions_other_tabs_say_so(page, app_url):
     assert other.inner_text("#connection") == "× signed out"
 
 
-def test_files_waiting_to_be_sent_survive_a_reload_and_can_be_taken_back(
-    page, app_url, tmp_path
-):
+def test_files_waiting_to_be_sent_survive_a_reload_and_can_be_taken_back(page, app_url, tmp_path):
     """Attached files are still in the composer after a reload (they were stored, but the
     page forgot them), and × takes one back for good."""
     sign_in_to_new_workflow(page, app_url)

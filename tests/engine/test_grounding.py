@@ -3,7 +3,17 @@ not the model's claims."""
 
 from __future__ import annotations
 
-from tests.engine.conftest import collect, make_state, of, params, review, select, stop, taskplan
+from tests.engine.conftest import (
+    collect,
+    cont,
+    make_state,
+    of,
+    params,
+    review,
+    select,
+    stop,
+    taskplan,
+)
 from workflows.engine.closing import OpenWork
 from workflows.engine.contracts import ActionResult, ProducedDocument
 from workflows.engine.controls import AutoControls
@@ -311,3 +321,29 @@ async def test_a_retried_task_forgets_the_answer_of_its_first_attempt():
     events = await collect(make_state(), llm, tools=FakeToolExecutor({"web.search": flaky}))
     llm.assert_complete()
     assert of(events, "message")[-1].content == "Second try."
+
+
+async def test_a_task_stopped_at_its_step_limit_is_a_success_only_with_its_criteria_met() -> None:
+    """ "Stop here" at the step limit: the step that ran succeeded, but the review ticks none
+    of the two criteria while saying success. The task and the round say it failed, why,
+    and what was met (the round read "Completed — Task 1 success: The maximum of 1 step was
+    reached."); a review that ticks every criterion is believed."""
+    plan = {
+        "overview": "plan",
+        "tasks": [{"objective": "t", "successCriteria": ["A is read.", "B is written."]}],
+    }
+    unticked = review("success")
+    llm = ScriptedLLM([plan, select(), params(query="a"), cont(), unticked, "partial"])
+    events = await collect(make_state(max_steps=1), llm, controls=AutoControls())
+    llm.assert_complete()
+    verdict = of(events, "review")[0]
+    assert verdict.status == "failed"
+    assert verdict.reason == "Stopped at its step limit with 0 of 2 success criteria met."
+    assert of(events, "task")[-1].status == "failed"
+    assert events[-1].type == "round" and events[-1].status == "failed"
+
+    ticked = {**review("success"), "metCriteria": ["A is read.", "B is written."]}
+    llm = ScriptedLLM([plan, select(), params(query="a"), cont(), ticked, "done"])
+    events = await collect(make_state(max_steps=1), llm, controls=AutoControls())
+    assert of(events, "review")[0].status == "success"
+    assert events[-1].status == "completed"
