@@ -347,3 +347,28 @@ async def test_a_task_stopped_at_its_step_limit_is_a_success_only_with_its_crite
     events = await collect(make_state(max_steps=1), llm, controls=AutoControls())
     assert of(events, "review")[0].status == "success"
     assert events[-1].status == "completed"
+
+
+async def test_inputs_an_action_could_not_read_are_said_in_the_answer() -> None:
+    """An action that succeeded with some inputs unread (an image among notes, say) is no
+    silent partial success: the answer opens with what was not read, and why."""
+
+    async def partly(params, ctx) -> ActionResult:
+        return ActionResult(
+            success=True,
+            documents=[ProducedDocument(name="notes.md", mime="text/markdown", data=b"# N")],
+            notes=["pic.png has an unsupported type (image/png)"],
+            unread=["pic.png has an unsupported type (image/png)"],
+        )
+
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), stop(), "Here it is."])
+    events = await collect(make_state(), llm, tools=FakeToolExecutor({"web.search": partly}))
+    llm.assert_complete()
+    assert of(events, "observe")[0].observation.unread == [
+        "pic.png has an unsupported type (image/png)"
+    ]
+    answer = [e for e in of(events, "message") if e.role == "assistant"][-1]
+    assert answer.content.startswith(
+        "**Not read:** pic.png has an unsupported type (image/png)\n\nHere it is."
+    )
+    assert events[-1].status == "completed"  # what was read, was done

@@ -7,6 +7,7 @@ from tests.tools._hostile_files import wide_xml_docx
 from workflows.engine.contracts import ModelUnavailable, catalog_line
 from workflows.engine.demo import DemoLLM
 from workflows.engine.observe import build_observation
+from workflows.engine.prompts import render_observation
 from workflows.engine.state import Caps
 from workflows.engine.testing import ScriptedLLM
 from workflows.tools.documents import DocumentExtract, DocumentExtractParameters
@@ -75,6 +76,9 @@ async def test_an_unreadable_input_among_many_is_still_told():
     assert result.success and len(result.documents) == 8
     observation = build_observation(result, "round1_task1_action1_extracted", Caps())
     assert any("image.png" in note and "unsupported type" in note for note in observation.notes)
+    # Said apart too, for the page and the answer (the model reads it once, in the notes).
+    assert [reason.split(" has ")[0] for reason in observation.unread] == ["image.png"]
+    assert "unread" not in render_observation(observation)
 
 
 async def test_all_inputs_unreadable_fails_with_the_reasons():

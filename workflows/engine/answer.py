@@ -106,6 +106,19 @@ def failures_line(ctx: RoundContext) -> str:
     return "**Not everything worked:** " + "; ".join(parts) + "\n\n"
 
 
+def unread_line(ctx: RoundContext) -> str:
+    """The inputs that actions which succeeded could not use, with why ("" when none): a
+    partial success is said, not left in a folded step's notes."""
+    unread = {
+        reason: None
+        for task in ctx.tasks
+        for step in task.steps
+        if step.observation.success
+        for reason in step.observation.unread
+    }
+    return "**Not read:** " + "; ".join(unread) + "\n\n" if unread else ""
+
+
 def missing_line(ctx: RoundContext) -> str:
     """The actions the model wanted that are not available here, with why ("" when none)."""
     missing = {name: why for task in ctx.tasks for name, why in task.missing.items()}
@@ -138,7 +151,7 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
         text = failed_answer(ctx, documents)
         yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
     else:
-        text = failures_line(ctx) + missing_line(ctx)
+        text = failures_line(ctx) + missing_line(ctx) + unread_line(ctx)
         if text:
             yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
         if drafted := drafted_answer(ctx):  # written by refine or the review: no call of its own

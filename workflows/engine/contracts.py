@@ -252,6 +252,9 @@ class ActionResult(BaseModel):
     notes: list[str] = Field(default_factory=list)
     findings: list[WebFinding] = Field(default_factory=list)
     error: str | None = None
+    unread: list[str] = Field(default_factory=list)
+    """Inputs a successful action could not use, each with why (the host says them in the
+    answer: a partial success is not a silent one)."""
     usage: list[Usage] = Field(default_factory=list)
     """The model calls an executor reports for the action itself (e.g. a host that replays a
     recorded action); when empty the engine counts the calls made through its own model."""

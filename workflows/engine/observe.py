@@ -67,6 +67,7 @@ def build_observation(result: ActionResult, result_label: str, caps: Caps) -> Ob
             for f in findings
         ],
         error=_clip(result.error, 300) if result.error else None,
+        unread=[_clip(reason, 200) for reason in result.unread[:10]],
     )
     return cap_observation(observation, caps.observation_chars)
 

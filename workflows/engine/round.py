@@ -307,14 +307,14 @@ def grounded(task: TaskState, review: TaskReview | None) -> TaskReview:
             }
         )
     criteria = task.item.successCriteria
-    met = [criterion for criterion in criteria if criterion in review.metCriteria]
-    if review.status == "success" and task.stop_code == "max_steps" and len(met) < len(criteria):
+    ticked = [criterion for criterion in criteria if criterion in review.metCriteria]
+    if review.status == "success" and task.stop_code == "max_steps" and len(ticked) < len(criteria):
         # Stopped by its step limit, not because the work was done: a success is the
         # criteria met, and the review's own ticks say they were not.
         return review.model_copy(
             update={
                 "status": "failed",
-                "reason": f"Stopped at its step limit with {len(met)} of {len(criteria)} "
+                "reason": f"Stopped at its step limit with {len(ticked)} of {len(criteria)} "
                 "success criteria met.",
             }
         )

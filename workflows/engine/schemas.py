@@ -226,6 +226,9 @@ class Observation(BaseModel):
     findings: list[WebFinding] = Field(default_factory=list)
     """Web results: per-URL relevance, key points, entities."""
     error: str | None = None
+    unread: list[str] = Field(default_factory=list)
+    """Inputs the action could not use, with why: shown on the page and in the answer (the
+    model reads them among the notes)."""
 
 
 class RefinementDecision(ModelOutput):

@@ -86,7 +86,11 @@ class DocumentExtract:
                 notes.append(_preview_note(source))
             documents.append(_markdown_document(source, text))
         return ActionResult(
-            success=True, label="extracted", documents=documents, notes=failures + notes
+            success=True,
+            label="extracted",
+            documents=documents,
+            notes=failures + notes,
+            unread=failures,
         )
 
     async def _ask(self, prompt: str, source: Source, ctx: ActionContext) -> tuple[str, int]:

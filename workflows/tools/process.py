@@ -157,7 +157,9 @@ class AiProcess:
             *material.notes,
             *failures,
         ]
-        return ActionResult(success=True, label="processed", documents=documents, notes=notes)
+        return ActionResult(
+            success=True, label="processed", documents=documents, notes=notes, unread=failures
+        )
 
     @staticmethod
     def _system(params: AiProcessParameters, ctx: ActionContext) -> str:
@@ -182,7 +184,11 @@ def _demo_result(
     digest = extractive_digest(sources) if sources else "_No input documents._"
     notes = [DEMO_NOTE, *failures]
     return ActionResult(
-        success=True, label="processed", documents=[_document("markdown", digest)], notes=notes
+        success=True,
+        label="processed",
+        documents=[_document("markdown", digest)],
+        notes=notes,
+        unread=failures,
     )
 
 

@@ -111,7 +111,9 @@ class DocumentGenerateReport:
             f"{calls} model call(s); Markdown, HTML and PDF",
             *failures,
         ]
-        return ActionResult(success=True, label="report", documents=documents, notes=notes)
+        return ActionResult(
+            success=True, label="report", documents=documents, notes=notes, unread=failures
+        )
 
     async def _write(
         self, title: str, sources: list[Source], ctx: ActionContext
