@@ -91,6 +91,39 @@ def test_settling_closes_the_open_work_of_the_cut_off_round(alice):
     assert received == [6, 7, 8, 9, 10]
 
 
+def test_a_stop_shows_the_documents_its_step_wrote_and_keeps_the_rounds_model(alice):
+    """A stop that lands between a document's write and its event: the document is shown
+    (the page had two of a report's three files, the export all three), before the step is
+    closed; the closed step names the round's model, so the demo's says "demo"."""
+    from workflows.engine.demo import DEMO_LABEL
+    from workflows.engine.events import DocumentEvent
+
+    workflow = active(alice, ChatWorkflow.Status.STOPPING)
+    label = "round1_task1_action1_report"
+    written = [
+        services.document_create(
+            workflow=workflow, name=name, data=b"x", label=label, round=1, key=f"1:1:1:{n}"
+        )
+        for n, name in enumerate(["r.md", "r.html", "r.pdf"], start=1)
+    ]
+    for event in [
+        RoundEvent(round=1, status="started", mode="react", model=DEMO_LABEL),
+        TaskEvent(round=1, task=1, status="running", objective="a"),
+        StepEvent(round=1, task=1, action=1, status="started", step=1),
+        *(DocumentEvent(round=1, task=1, action=1, document=d.as_ref()) for d in written[:2]),
+    ]:
+        recording.record(workflow.pk, event)
+
+    stored = settle.run_end(workflow.pk, ChatWorkflow.Status.STOPPED)
+
+    kinds = [(e.event.type, getattr(e.event, "status", "")) for e in stored]
+    assert kinds[0] == ("document", "") and kinds[1] == ("step", "stopped")
+    assert stored[0].event.document.name == "r.pdf" and stored[0].event.action == 1
+    assert stored[1].event.model == DEMO_LABEL
+    shown = list(workflow.events.filter(type="document"))
+    assert sorted(e.payload["document"]["name"] for e in shown) == ["r.html", "r.md", "r.pdf"]
+
+
 @pytest.mark.django_db(transaction=True)
 async def test_settling_leaves_a_round_the_durable_runtime_will_run(alice, media_root):
     """A queued round (on the durable queue, no worker yet) is neither failed nor touched;

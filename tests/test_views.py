@@ -150,6 +150,34 @@ def test_the_markdown_export_says_how_each_round_ended_and_what_it_reran(alice_c
     assert "### User (edited from round 1)\n\nFind Y" in text
 
 
+def test_the_markdown_export_keeps_a_step_a_stop_cut_off(alice_client, alice):
+    """A step stopped in the middle of its action has no action message: the export still
+    gives it, with its status, figures, reason and the documents it wrote, before the answer
+    (it was left out, its documents with it)."""
+    from workflows.engine.events import StepEvent
+
+    workflow = services.workflow_create(owner=alice, title="Stops")
+    services.message_create(workflow=workflow, role="user", content="Report", round=1)
+    services.document_create(
+        workflow=workflow, name="r.md", data=b"# R", label="round1_task1_action1_report",
+        round=1, key="1:1:1:1",
+    )  # fmt: skip
+    recording.record(
+        workflow.pk,
+        StepEvent(
+            round=1, task=1, action=1, status="stopped", step=1,
+            method="document.generateReport", reason="Stopped by the user.", durationMs=2500,
+        ),
+    )  # fmt: skip
+    services.message_create(workflow=workflow, role="assistant", content="Kept.", round=1)
+    text = alice_client.get(reverse("workflows:export", args=[workflow.pk, "md"])).content.decode()
+    step = "### ✗ Task 1, action 1: `document.generateReport` (stopped)\n_2.5 s · 0 tokens"
+    assert step in text
+    assert "_Stopped by the user._" in text
+    assert "- 📄 r.md (`round1_task1_action1_report`, 3 bytes)" in text
+    assert text.index(step) < text.index("### Assistant")
+
+
 def test_delete_removes_the_workflow_and_its_files(
     alice_client, alice, django_capture_on_commit_callbacks
 ):

@@ -76,7 +76,10 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
     current_round = None
     messages = list(workflow.messages.prefetch_related("documents"))
     asked = {m.round: m.content for m in messages if m.role == m.Role.USER}
+    unrecorded = steps_without_message(workflow, messages, spend)
     for message in messages:
+        if message.round != current_round or message.role == message.Role.ASSISTANT:
+            lines += unrecorded.pop(current_round, [])  # before the answer, or at the round's end
         if message.round != current_round:
             current_round = message.round
             found = spend.rounds.get(message.round)
@@ -111,7 +114,36 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
             comment = f": {message.feedback_comment}" if message.feedback_comment else ""
             lines += ["", f"> Feedback {rating}{comment}"]
         lines.append("")
+    lines += [line for each in unrecorded.values() for line in each]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def steps_without_message(
+    workflow: ChatWorkflow, messages: list[Any], spend: Spend
+) -> dict[int | None, list[str]]:
+    """The lines of the closed steps no action message records (a stop or a crash cut them
+    off), with what they spent and the documents they wrote, by round."""
+    recorded = {(m.round, m.task, m.action) for m in messages if m.role == m.Role.ACTION}
+    written: dict[tuple[int, int, int], list[Any]] = {}
+    for document in workflow.documents.filter(message=None, key__isnull=False):
+        round, task, action, _ = (int(part) for part in document.key.split(":"))
+        written.setdefault((round, task, action), []).append(document)
+    lines: dict[int | None, list[str]] = {}
+    for (round, task, action), payload in sorted(spend.steps.items()):
+        if (round, task, action) in recorded:
+            continue
+        status = payload.get("status", "")
+        mark = "✓" if status == "success" else "✗"
+        method = payload.get("method") or "no action chosen"
+        block = [f"### {mark} Task {task}, action {action}: `{method}` ({status})"]
+        block.append(f"_{telemetry(payload)}_")
+        if reason := payload.get("reason"):
+            block.append(f"_{as_text(reason)}_")
+        block.append("")
+        for document in written.get((round, task, action), []):
+            block.append(f"- 📄 {document.name} (`{document.label}`, {document.size} bytes)")
+        lines.setdefault(round, []).extend([*block, ""])
+    return lines
 
 
 def as_text(text: str) -> str:

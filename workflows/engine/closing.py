@@ -165,6 +165,9 @@ class OpenWork:
                     step=step.step,
                     method=step.method,
                     reason=reason,
+                    # The round's model, as the engine names it on the steps it closes (the
+                    # demo model's steps say "demo", not "0 tok · price unknown").
+                    model=step.model or (self.round.model if self.round else ""),
                     **spent.figures(now),
                 )
             )

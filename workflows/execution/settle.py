@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from workflows.contract import FINAL_STATUSES, Envelope, RunEvent
 from workflows.engine.closing import OpenWork
+from workflows.engine.events import DocumentEvent
 from workflows.models import ChatWorkflow
 
 from . import durable, recording
@@ -30,6 +31,19 @@ CUT_OFF_REASONS = {
     "CANCELLED": "The run was cancelled; what it did is kept.",
     "SUCCESS": "The run ended without recording how; what it did is kept.",
 }
+
+
+def unannounced_documents(workflow: ChatWorkflow, announced: set[str]) -> list[DocumentEvent]:
+    """The documents the round's actions wrote that no event showed yet (a stop between a
+    document's write and its event): they exist, so the page and the exports show them."""
+    written = workflow.documents.filter(round=workflow.current_round, key__isnull=False)
+    events = []
+    for document in written.order_by("id"):
+        ref = document.as_ref()
+        round, task, action, _ = (int(part) for part in document.key.split(":"))
+        if ref.id not in announced:
+            events.append(DocumentEvent(round=round, task=task, action=action, document=ref))
+    return events
 
 
 def run_end(workflow_id: int, status: str, reason: str = "") -> list[Envelope]:
@@ -48,11 +62,15 @@ def run_end(workflow_id: int, status: str, reason: str = "") -> list[Envelope]:
             reason = "Stopped by the user." if asked else "Interrupted: the server stopped."
         rows = workflow.events.filter(round=workflow.current_round)
         opened = OpenWork()
+        announced: set[str] = set()
         for row in rows.order_by("seq"):
             envelope = Envelope.from_row(row)
             opened.add(envelope.event, at=envelope.at)
+            if isinstance(envelope.event, DocumentEvent):
+                announced.add(envelope.event.document.id)
         ending = "stopped" if status == ChatWorkflow.Status.STOPPED else "failed"
         closing = [
+            *unannounced_documents(workflow, announced),
             *opened.closing(ending, reason, now=timezone.now()),
             RunEvent(  # type: ignore[arg-type]
                 round=workflow.current_round, status=status, reason=reason
