@@ -301,3 +301,13 @@ def test_the_tools_panel_names_the_environment_variables_to_set(alice_client, al
     assert "unavailable: The web tool settings are invalid: POWERON_FETCH_TIMEOUT" in page
     assert "Environment: <code>POWERON_FETCH_TIMEOUT</code>" in page
     assert "fetch_timeout" not in page
+
+
+def test_the_sidebar_asks_for_statuses_of_its_owners_workflows_only(alice_client, alice, bob):
+    """The statuses the sidebar refreshes: the user's own workflows, others' left out."""
+    mine = services.workflow_create(owner=alice)
+    theirs = services.workflow_create(owner=bob)
+    mine.status = mine.Status.RUNNING
+    mine.save()
+    url = reverse("workflows:statuses") + f"?ids={mine.pk},{theirs.pk},x"
+    assert alice_client.get(url).json() == {str(mine.pk): {"status": "running", "label": "Running"}}

@@ -19,6 +19,7 @@ urlpatterns = [
     ),
     path("workflows/new/", views.workflow_create, name="create"),
     path("workflows/search/", views.workflow_search, name="search"),
+    path("workflows/statuses/", views.workflow_statuses, name="statuses"),
     path("workflows/<int:workflow_id>/", views.workflow_detail, name="detail"),
     path("workflows/<int:workflow_id>/delete/", views.workflow_delete, name="delete"),
     path("workflows/<int:workflow_id>/rename/", views.workflow_rename, name="rename"),

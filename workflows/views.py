@@ -7,7 +7,7 @@ import json
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib import messages
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_POST
@@ -216,6 +216,16 @@ def workflow_rename(request: HttpRequest, workflow_id: int) -> HttpResponse:
     if request.headers.get("HX-Request"):
         return render(request, "workflows/_title.html", {"workflow": workflow, "renamed": True})
     return redirect(workflow)
+
+
+def workflow_statuses(request: HttpRequest) -> JsonResponse:
+    """The statuses of some of the user's workflows (`ids`, comma-separated), for the
+    sidebar's entries of runs going on in other pages or processes."""
+    ids = [int(part) for part in request.GET.get("ids", "").split(",")[:200] if part.isdigit()]
+    found = selectors.workflow_list(user=request.user).filter(pk__in=ids)
+    return JsonResponse(
+        {str(w.pk): {"status": w.status, "label": w.get_status_display()} for w in found}
+    )
 
 
 def workflow_search(request: HttpRequest) -> HttpResponse:

@@ -5,6 +5,31 @@
 (function () {
   "use strict";
 
+  // The sidebar's entries of runs going on elsewhere (another tab, another process) follow
+  // the database: while one says running, queued or stopping, its status is asked for every
+  // few seconds (the open workflow's own entry also follows its live events).
+  const GOING = ["running", "queued", "stopping"];
+  function refreshStatuses() {
+    const list = document.getElementById("workflow-list");
+    if (!list || document.hidden) return;
+    const going = Array.from(list.querySelectorAll("[id^=sidebar-status-]")).filter(
+      (span) => GOING.some((status) => span.classList.contains("status-" + status)));
+    if (!going.length) return;
+    const ids = going.map((span) => span.id.replace("sidebar-status-", ""));
+    fetch(list.dataset.statusesUrl + "?ids=" + ids.join(","), { headers: { Accept: "application/json" } })
+      .then((response) => (response.ok ? response.json() : {}))
+      .then(function (statuses) {
+        Object.entries(statuses).forEach(function ([id, found]) {
+          const span = document.getElementById("sidebar-status-" + id);
+          if (!span || span.classList.contains("status-" + found.status)) return;
+          span.className = "status status-" + found.status;
+          span.textContent = found.label;
+        });
+      })
+      .catch(function () {}); // offline for now: the next round asks again
+  }
+  setInterval(refreshStatuses, 4000);
+
   document.addEventListener("DOMContentLoaded", function () {
     const toggle = document.getElementById("sidebar-toggle");
     if (!toggle) return;

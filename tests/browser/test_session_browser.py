@@ -72,3 +72,23 @@ def test_files_waiting_to_be_sent_survive_a_reload_and_can_be_taken_back(page, a
     page.reload()
     page.wait_for_selector("#connection[data-state=live]")
     assert page.locator("#attachments .chip-name").all_inner_texts() == ["a.md"]
+
+
+def test_the_sidebar_follows_a_run_going_on_in_another_workflow(page, app_url, model):
+    """A run goes on in workflow A while the reader is on workflow B: A's entry in B's
+    sidebar says Running, then Completed when A ends, without a reload (it said Running for
+    good)."""
+    sign_in_to_new_workflow(page, app_url)
+    first = page.url
+    direct = {"approach": "direct", "overview": "chat", "tasks": []}
+    model.add(FakeReply(content=json.dumps(direct), delay=4), FakeReply(content="Done."))
+    send(page, "Plan something")
+    page.wait_for_selector("#wf-status[data-status=running]")
+    workflow = first.rstrip("/").split("/")[-1]
+    page.locator("details.new-workflow").evaluate("panel => { panel.open = true; }")
+    page.click("text=Create")  # workflow B
+    page.wait_for_selector("#connection[data-state=live]")
+    assert page.url != first
+    status = f"#sidebar-status-{workflow}"
+    assert page.inner_text(status) in ("Running", "Queued")
+    page.wait_for_selector(f"{status}.status-completed, {status}.status-failed", timeout=20_000)
