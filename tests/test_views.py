@@ -232,6 +232,11 @@ def test_a_workflow_is_renamed_in_place(alice_client, alice, bob):
     for title, message in (("   ", "cannot be empty"), ("x" * 201, "at most 200 characters")):
         page = alice_client.post(url, {"title": title}, **htmx).content.decode()
         assert message in page and "Quarterly figures" in page
+        # Said by the box (out of band), not inside the title's heading the answer fills.
+        heading, error = page.split('<small id="rename-error" hx-swap-oob="true"')
+        assert message not in heading and message in error
+    detail = alice_client.get(workflow.get_absolute_url()).content.decode()
+    assert 'id="rename-error"' in detail  # the error's place exists
     workflow.refresh_from_db()
     assert workflow.title == "Quarterly figures"
 

@@ -208,13 +208,14 @@ def workflow_rename(request: HttpRequest, workflow_id: int) -> HttpResponse:
         renamed = services.workflow_rename(workflow=workflow, title=request.POST.get("title", ""))
     except ValueError as error:
         if request.headers.get("HX-Request"):
-            context = {"workflow": workflow, "error": str(error)}  # shown where it was typed
+            context = {"workflow": workflow, "error": str(error), "oob": True}  # by the box
             return render(request, "workflows/_title.html", context)
         messages.error(request, str(error))
         return redirect(workflow)
     async_to_sync(broadcast.broadcast)(renamed)  # the workflow's other pages follow
     if request.headers.get("HX-Request"):
-        return render(request, "workflows/_title.html", {"workflow": workflow, "renamed": True})
+        context = {"workflow": workflow, "renamed": True, "oob": True}  # the error clears
+        return render(request, "workflows/_title.html", context)
     return redirect(workflow)
 
 

@@ -80,6 +80,12 @@ def test_focus_returns_to_the_message_box_and_escape_closes_the_tools(page, app_
     page.keyboard.press("Escape")
     assert not page.evaluate("() => document.querySelector('.tool-overview').open")
     assert page.evaluate("() => document.activeElement.textContent") == "Tools"
+    # A summary's focus ring is as clear as every other control's (it was 1px, half clear).
+    ring = page.evaluate(
+        "() => { const s = getComputedStyle(document.activeElement);"
+        " return [s.outlineWidth, s.outlineStyle, s.outlineColor]; }"
+    )
+    assert ring == ["3px", "solid", "rgb(28, 100, 209)"]
 
 
 def test_a_short_window_keeps_the_conversation_and_a_wide_table_scrolls_alone(

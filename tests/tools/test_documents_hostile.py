@@ -141,3 +141,16 @@ def test_html_with_too_many_elements_is_refused_before_trafilatura():
     limits = Limits(max_xml_elements=1_000)
     with pytest.raises(ExtractionError, match=r"p\.html: too many HTML elements \(more than 1,000"):
         extract(html, name="p.html", mime="text/html", limits=limits)
+
+
+def test_a_file_the_upload_limit_accepted_is_not_too_large_to_read(settings):
+    """What the upload accepts, the reader reads: the reader's limit is the upload limit
+    (a 20,100,000-byte file passed the 20 MiB upload and was then "too large to read")."""
+    from workflows.execution.setup import tool_settings
+
+    assert Limits().max_bytes == 20 * 1024 * 1024 == settings.POWERON_MAX_UPLOAD_BYTES
+    settings.POWERON_MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+    assert Limits.from_settings(tool_settings()).max_bytes == 64 * 1024 * 1024
+    data = b"line of text\n" * (20_100_000 // 13)
+    assert len(data) > 20_000_000
+    assert extract(data, name="near_limit.txt", mime="text/plain").sections

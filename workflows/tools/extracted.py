@@ -41,7 +41,9 @@ class Extracted(BaseModel):
 class Limits:
     """Caps that keep a hostile file from exhausting memory or time."""
 
-    max_bytes: int = 20_000_000
+    max_bytes: int = 20 * 1024 * 1024
+    """The largest input read: the host sets it to its upload limit (what it accepts, it
+    reads); 20 MiB, the upload limit's default, otherwise."""
     max_chars: int = 1_000_000
     max_pages: int = 300
     max_zip_entries: int = 2_000

@@ -41,6 +41,7 @@ SETTING_VARIABLES = {
     "crawl_max_pages": "POWERON_CRAWL_MAX_PAGES",
     "crawl_max_depth": "POWERON_CRAWL_MAX_DEPTH",
     "web_enrichment": "POWERON_WEB_ENRICHMENT",
+    "document_max_bytes": "POWERON_MAX_UPLOAD_BYTES",
     "document_parse_timeout": "POWERON_DOCUMENT_PARSE_TIMEOUT",
     "document_parse_memory_mb": "POWERON_DOCUMENT_PARSE_MEMORY_MB",
     "document_max_xml_elements": "POWERON_DOCUMENT_MAX_XML_ELEMENTS",
