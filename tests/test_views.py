@@ -276,6 +276,11 @@ def test_the_sidebar_finds_workflows_by_title_and_content(alice_client, alice, b
     marked = alice_client.get(url, {"q": "", "current": other.pk}, **htmx).content.decode()
     assert f'<li class="current">\n    <a id="sidebar-title-{other.pk}"' in marked
     assert research.pk != other.pk
+    # Case is ignored in every alphabet (SQLite's own LIKE and LOWER fold only ASCII).
+    accents = services.workflow_create(owner=alice, title="Café Über Résumé")
+    services.message_create(workflow=accents, role="user", content="ΣΟΦΊΑ", round=1)
+    for query in ("CAFÉ", "über", "résumé café", "σοφία"):
+        assert found(query) == ["Café Über Résumé"], query
     plain = alice_client.get(url, {"q": "holiday"})
     assert plain.status_code == 200 and "Holiday plans" in plain.content.decode()
     assert "Research task" not in plain.content.decode().split("</nav>")[0]

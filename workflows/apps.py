@@ -10,12 +10,24 @@ class WorkflowsConfig(AppConfig):
 
     def ready(self) -> None:
         from django.contrib.auth.signals import user_logged_out
+        from django.db.backends.signals import connection_created
         from django.db.models.signals import post_delete
 
         user_logged_out.connect(close_sockets_on_sign_out, dispatch_uid="poweron-sign-out")
+        connection_created.connect(sqlite_lower, dispatch_uid="poweron-sqlite-lower")
         post_delete.connect(
             delete_document_file, sender="workflows.ChatDocument", dispatch_uid="poweron-files"
         )
+
+
+def sqlite_lower(sender, connection, **kwargs) -> None:
+    """Give SQLite a LOWER that knows every alphabet (its own folds only ASCII), for the
+    sidebar's search (`selectors.Lowered`)."""
+    if connection.vendor == "sqlite":
+        connection.connection.create_function(
+            "POWERON_LOWER", 1, lambda text: None if text is None else text.lower(),
+            deterministic=True,
+        )  # fmt: skip
 
 
 def delete_document_file(sender, instance, **kwargs) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from typing import Any
+
+from django.db.models import Count, Exists, Func, OuterRef, Q, QuerySet, TextField
 from django.shortcuts import get_object_or_404
 
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
@@ -13,15 +15,31 @@ def workflow_list(*, user) -> QuerySet[ChatWorkflow]:
     return ChatWorkflow.objects.filter(owner=user)
 
 
+class Lowered(Func):
+    """A text in lower case, every letter (SQLite's LOWER and LIKE fold only ASCII: "CAFÉ"
+    did not find "Café"); on SQLite a function the app registers (`apps.sqlite_lower`)."""
+
+    function = "LOWER"
+    output_field = TextField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return super().as_sql(compiler, connection, function="POWERON_LOWER", **extra)
+
+
 def workflow_search(*, user, query: str) -> QuerySet[ChatWorkflow]:
     """The user's workflows whose title or any message (text or summary) holds every word of
-    `query` (case-insensitive), newest activity first; all of them for an empty query."""
-    workflows = workflow_list(user=user)
-    for word in query.split()[:8]:
-        in_messages = ChatMessage.objects.filter(
-            Q(content__icontains=word) | Q(summary__icontains=word), workflow=OuterRef("pk")
+    `query` (case-insensitive, for every alphabet), newest activity first; all of them for an
+    empty query."""
+    workflows = workflow_list(user=user).annotate(lowered_title=Lowered("title"))
+    messages = ChatMessage.objects.annotate(
+        lowered_content=Lowered("content"), lowered_summary=Lowered("summary")
+    )
+    for word in query.lower().split()[:8]:
+        in_messages = messages.filter(
+            Q(lowered_content__contains=word) | Q(lowered_summary__contains=word),
+            workflow=OuterRef("pk"),
         )
-        workflows = workflows.filter(Q(title__icontains=word) | Exists(in_messages))
+        workflows = workflows.filter(Q(lowered_title__contains=word) | Exists(in_messages))
     return workflows
 
 

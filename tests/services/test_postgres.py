@@ -43,6 +43,22 @@ seqs = sorted(WorkflowEvent.objects.filter(workflow=workflow).values_list("seq",
 print(errors or seqs == list(range(1, 101)))
 """
 
+SEARCH = """
+import django
+django.setup()
+from django.contrib.auth import get_user_model
+from django.db import connection
+from workflows import selectors, services
+
+assert connection.vendor == "postgresql", connection.vendor
+owner = get_user_model().objects.create_user("pg-search")
+found = services.workflow_create(owner=owner, title="Café Über")
+services.message_create(workflow=found, role="user", content="ΣΟΦΊΑ", round=1)
+services.workflow_create(owner=owner, title="Other")
+queries = ("CAFÉ über", "σοφία")
+print([list(selectors.workflow_search(user=owner, query=q)) == [found] for q in queries])
+"""
+
 
 def run(url: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "poweron.settings"}
@@ -58,3 +74,7 @@ def test_migrations_apply_and_seq_stays_unique_under_concurrency(postgres_url):
     result = run(postgres_url, "-c", CONCURRENT_APPENDS)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True"
+    # The sidebar's search ignores case in every alphabet here too.
+    result = run(postgres_url, "-c", SEARCH)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[True, True]"
