@@ -238,6 +238,12 @@ def test_collapsed_previews_get_their_blocks_back() -> None:
     assert markdown_blocks("# Quarterly Notes Revenue grew in May. Costs fell.") == [
         "Quarterly Notes Revenue grew in May. Costs fell."
     ]
+    # A number ending a list item's sentence is not a numbered item of its own.
+    assert markdown_blocks("- Costs fell 3. Good. - Another point 0. Done") == [
+        "- Costs fell 3. Good.",
+        "- Another point 0. Done",
+    ]
+    assert markdown_blocks("Steps: 1. Open 2. Close") == ["Steps:", "1. Open", "2. Close"]
 
 
 def test_the_digest_keeps_code_as_it_is_and_closes_a_cut_fence() -> None:
@@ -272,3 +278,26 @@ async def test_stop_during_a_paced_demo_call_ends_the_run_at_once(alice, setting
     assert "taskplan" not in [e["type"] for e in events]  # the first call never answered
     assert await launcher.wait_for(workflow.pk) in (None, ChatWorkflow.Status.STOPPED)
     await communicator.disconnect()
+
+
+async def test_the_demo_model_reads_only_what_the_message_sent() -> None:
+    """In a later round the demo model reads the files sent with this message, not every
+    earlier upload again (which repeated the same report in each answer); a follow-up that
+    sends none and speaks of no file is answered directly."""
+    from workflows.engine.prompts import render_documents
+
+    store = MemoryStore()
+    store.add("old.md", "text/markdown", b"# Old\n\nOld notes.", label="round1_upload", round=1)
+    store.add("new.md", "text/markdown", b"# New\n\nNew notes.", label="round2_upload", round=2)
+    index = render_documents(store.index(), current_round=2)
+    assert "docList:round2_upload (1 document(s), sent with this message)" in index
+    assert "docList:round1_upload (1 document(s))\n" in index
+
+    state = make_state(round=2, prompt="Summarise these notes")
+    events = await collect(state, DemoLLM(), store=store)
+    read = of(events, "plan")[0].selection.requiredInputDocuments
+    assert read == ["docList:round2_upload"]
+
+    followup = make_state(round=3, prompt="What is 17*23?")
+    events = await collect(followup, DemoLLM(), store=store)
+    assert of(events, "taskplan")[0].tasks == [] and not of(events, "plan")

@@ -156,7 +156,8 @@ async def test_the_demo_model_answers_directly_without_documents() -> None:
 
 
 async def test_the_demo_model_runs_actionplan_and_reasoning(store) -> None:
-    planned_events = await collect(make_state(mode="actionplan"), DemoLLM(), store=store)
+    state = make_state(mode="actionplan", prompt="Summarise my notes.")
+    planned_events = await collect(state, DemoLLM(), store=store)
     assert [d.document.label for d in of(planned_events, "document")][-1].endswith("_report")
     assert planned_events[-1].status == "completed"
     reasoned = await collect(make_state(mode="reasoning"), DemoLLM(), store=MemoryStore())

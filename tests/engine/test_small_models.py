@@ -268,6 +268,7 @@ def test_catalog_lines_never_show_references_as_parameters() -> None:
     ("written", "meant"),
     [
         ("docList:round1_upload (1 document(s))", "docList:round1_upload"),
+        ("docList:round2_upload (1 document(s), sent with this message)", "docList:round2_upload"),
         ("docItem:7:notes.txt (text/plain, 76 bytes)", "docItem:7:notes.txt"),
         ("`docList:round1_upload`", "docList:round1_upload"),
         ("round1_upload", "docList:round1_upload"),

@@ -20,12 +20,26 @@ def section(prompt: str, title: str) -> str:
     return match.group(1).strip() if match else ""
 
 
+_ABOUT_FILES = re.compile(
+    r"\b(document|file|upload|attach|notes?|report|summar|extract|pdf|docx?)", re.IGNORECASE
+)
+"""A request that speaks of files (the demo's stand-in for understanding it)."""
+
+
 def doc_lists(prompt: str) -> tuple[list[str], list[str]]:
-    """(uploaded, produced) docList labels of the prompt's documents index."""
-    labels = re.findall(r"^- docList:(\S+)", section(prompt, "Documents"), re.M)
-    uploaded = [label for label in labels if not _PRODUCED.match(label)]
-    produced = [label for label in labels if _PRODUCED.match(label)]
-    return uploaded, produced
+    """(uploaded, produced) docList labels of the prompt's documents index. The uploads are
+    the ones sent with this message; without any, the newest earlier one when the request
+    speaks of files, else none (a follow-up question is answered, not a report written
+    again on every earlier upload)."""
+    labels = re.findall(r"^- docList:(\S+)(.*)$", section(prompt, "Documents"), re.M)
+    produced = [label for label, _ in labels if _PRODUCED.match(label)]
+    uploads = [(label, rest) for label, rest in labels if not _PRODUCED.match(label)]
+    sent = [label for label, rest in uploads if "sent with this message" in rest]
+    if sent:
+        return sent, produced
+    if uploads and _ABOUT_FILES.search(section(prompt, "User request")):
+        return [uploads[-1][0]], produced
+    return [], produced
 
 
 _META = re.compile(r"_[^_\n]{1,160}_")
@@ -36,6 +50,7 @@ READABLE = (".md", ".txt", ".csv", ".json")
 _HEADING = re.compile(r"(?:^|\s)(#{1,6})\s+")
 _ITEM = re.compile(r"\s+(?=(?:[-*+]|\d{1,3}[.)])\s)")
 _ITEM_START = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s")
+_NUMBERED = re.compile(r"\d{1,3}[.)]\s")
 _SENTENCE_END = (".", "!", "?", ":")
 _PIECE = re.compile(r"\s*\S{1,12}")
 TITLE = re.compile(r"^\s*#\s+[^#]*")
@@ -88,12 +103,19 @@ def _heading_and_rest(body: str) -> tuple[str, str]:
 
 def _paragraph_and_items(text: str) -> list[str]:
     """A paragraph and the list items after it. A marker starts an item at the start, after
-    a sentence's end or after another item; elsewhere ("grew - a lot") it stays a dash."""
+    a sentence's end or after another item of its kind; elsewhere ("grew - a lot", "fell 3.
+    Good.") it stays a dash or a number."""
     blocks: list[str] = []
     for piece in _ITEM.split(text.strip()):
         if not piece:
             continue
-        if not blocks or _ITEM_START.match(blocks[-1]) or blocks[-1].endswith(_SENTENCE_END):
+        numbered = _NUMBERED.match(piece) is not None
+        after_item = bool(blocks) and (
+            _NUMBERED.match(blocks[-1]) is not None
+            if numbered
+            else _ITEM_START.match(blocks[-1]) is not None
+        )
+        if not blocks or after_item or blocks[-1].endswith(_SENTENCE_END):
             blocks.append(piece)
         else:
             blocks[-1] += " " + piece

@@ -151,6 +151,10 @@ def render_catalog(tools: Sequence[Tool]) -> str:
     return "\n".join(own) or "(no actions allowed)"
 
 
+SENT_WITH_MESSAGE = "sent with this message"
+"""How the documents index marks the files the user sent with the message being answered."""
+
+
 def render_documents(
     index: Sequence[DocumentRef], *, current_round: int = 0, caps: Caps | None = None
 ) -> str:
@@ -184,8 +188,10 @@ def render_documents(
     groups: dict[str, list[DocumentRef]] = {}
     for ref in shown:
         groups.setdefault(ref.label, []).append(ref)
+    sent = f"round{current_round}_upload"  # services.upload_label: this message's files
     for label, docs in groups.items():
-        lines.append(f"- docList:{label} ({totals[label]} document(s))")
+        with_message = f", {SENT_WITH_MESSAGE}" if label == sent else ""
+        lines.append(f"- docList:{label} ({totals[label]} document(s){with_message})")
         lines.extend(
             f"  - docItem:{d.id}:{d.name} ({d.mime}, {d.size} bytes)"
             for d in docs[: caps.documents_per_label]

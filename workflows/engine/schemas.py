@@ -65,7 +65,9 @@ class ModelOutput(BaseModel):
 
 
 TASK_TYPES = ("research", "analysis", "lookup", "document", "general")
-_DECORATION = re.compile(r"\s*\((?:\d+ documents?(?:\(s\))?|[^()]*\d+ bytes)\)\s*$")
+_DECORATION = re.compile(
+    r"\s*\((?:\d+ documents?(?:\(s\))?(?:, sent with this message)?|[^()]*\d+ bytes)\)\s*$"
+)
 """How the prompt's documents list decorates a reference: `(1 document(s))`, `(text/plain, 5
 bytes)`; small models copy it along."""
 
