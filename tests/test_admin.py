@@ -1,5 +1,6 @@
 """Django admin pages render for a superuser and show what an admin needs."""
 
+import asyncio
 import os
 
 import pytest
@@ -242,20 +243,30 @@ def test_admin_cannot_turn_a_users_secret_into_a_token_for_another_server(
 def test_deleting_from_admin_is_the_apps_deletion(
     admin_client, alice, django_capture_on_commit_callbacks
 ):
-    """A workflow deleted from admin takes its files with it once the deletion is committed
-    (as the app's Delete does); a running one is not deleted there, and says why."""
+    """A workflow deleted from admin takes its files with it once the deletion is committed,
+    and its open tabs are told it is gone (as the app's Delete does); a running one is not
+    deleted there, and says why."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from workflows.live import broadcast
     from workflows.models import ChatWorkflow
 
     workflow = workflow_with_history(alice)
     path = workflow.documents.get().file.path
     running = workflow_with_history(alice, title="Busy")
     ChatWorkflow.objects.filter(pk=running.pk).update(status=ChatWorkflow.Status.RUNNING)
+    layer = get_channel_layer()
+    tab = async_to_sync(layer.new_channel)()  # an open tab of the workflow
+    async_to_sync(layer.group_add)(broadcast.viewers_group(workflow.pk), tab)
 
     delete = reverse("admin:workflows_chatworkflow_delete", args=[workflow.pk])
     with django_capture_on_commit_callbacks(execute=True):
         assert admin_client.post(delete, {"post": "yes"}).status_code == 302
     assert not ChatWorkflow.objects.filter(pk=workflow.pk).exists()
     assert not os.path.exists(path)
+    told = async_to_sync(asyncio.wait_for)(layer.receive(tab), 2)  # fails, not hangs
+    assert told == {"type": "workflow.gone"}
     refused = reverse("admin:workflows_chatworkflow_delete", args=[running.pk])
     page = admin_client.post(refused, {"post": "yes"}, follow=True)
     assert "This workflow is running; stop it before deleting it." in page.content.decode()
@@ -311,3 +322,25 @@ def test_a_deletion_rolled_back_keeps_the_files(alice, django_capture_on_commit_
         services.workflow_delete(workflow=workflow)
         raise RuntimeError("rolled back")
     assert os.path.exists(path)
+
+
+def test_an_account_with_a_run_going_is_not_deleted(admin_client, alice):
+    """Deleting an account in admin, alone or in a selection, is refused while one of its
+    workflows runs (it was deleted under its run), saying which."""
+    from django.contrib.auth import get_user_model
+
+    from workflows.models import ChatWorkflow
+
+    running = workflow_with_history(alice, title="Busy")
+    ChatWorkflow.objects.filter(pk=running.pk).update(status=ChatWorkflow.Status.RUNNING)
+    page = admin_client.post(
+        reverse("admin:auth_user_delete", args=[alice.pk]), {"post": "yes"}, follow=True
+    ).content.decode()
+    assert "The account alice has a run going (“Busy”); stop the run before deleting it." in page
+    batch = {"action": "delete_selected", "_selected_action": [alice.pk], "post": "yes"}
+    page = admin_client.post(
+        reverse("admin:auth_user_changelist"), batch, follow=True
+    ).content.decode()
+    assert "Nothing was deleted: “Busy” (alice) running." in page
+    assert get_user_model().objects.filter(pk=alice.pk).exists()
+    assert ChatWorkflow.objects.filter(pk=running.pk).exists()

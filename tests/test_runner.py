@@ -149,3 +149,9 @@ async def test_an_upload_not_sent_with_the_message_is_no_document_of_the_round(a
     assert plans and all("pending_upload" not in str(plan) for plan in plans)
     unsent_now = await ChatDocument.objects.aget(pk=unsent.pk)
     assert unsent_now.label == services.PENDING_UPLOAD_LABEL  # kept for a later message
+    # The index any model of a round reads (recorded at its start) does not hold it.
+    from workflows.execution.checkpoints import DurableStore
+
+    index = await DurableStore(workflow, None)._index()  # type: ignore[arg-type]
+    labels = [ref["label"] for ref in index]
+    assert "round1_upload" in labels and services.PENDING_UPLOAD_LABEL not in labels

@@ -281,6 +281,10 @@ def test_the_sidebar_finds_workflows_by_title_and_content(alice_client, alice, b
     services.message_create(workflow=accents, role="user", content="ΣΟΦΊΑ", round=1)
     for query in ("CAFÉ", "über", "résumé café", "σοφία"):
         assert found(query) == ["Café Über Résumé"], query
+    services.workflow_create(owner=alice, title="ΟΔΟΣ İstanbul 50%_off")
+    for query in ("ΟΔΟΣ", "οδος", "İstanbul", "50%_off"):  # as typed; and LIKE's % and _
+        assert found(query) == ["ΟΔΟΣ İstanbul 50%_off"], query
+    assert found("50%") == ["ΟΔΟΣ İstanbul 50%_off"] and found("5_%") == []
     plain = alice_client.get(url, {"q": "holiday"})
     assert plain.status_code == 200 and "Holiday plans" in plain.content.decode()
     assert "Research task" not in plain.content.decode().split("</nav>")[0]
@@ -319,5 +323,5 @@ def test_the_sidebar_asks_for_statuses_of_its_owners_workflows_only(alice_client
     theirs = services.workflow_create(owner=bob)
     mine.status = mine.Status.RUNNING
     mine.save()
-    url = reverse("workflows:statuses") + f"?ids={mine.pk},{theirs.pk},x"
+    url = reverse("workflows:statuses") + f"?ids={mine.pk},{theirs.pk},x,{'9' * 30}"
     assert alice_client.get(url).json() == {str(mine.pk): {"status": "running", "label": "Running"}}

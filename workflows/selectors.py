@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Exists, Func, OuterRef, Q, QuerySet, TextField
+from django.db.models import Count, Exists, Func, OuterRef, Q, QuerySet, TextField, Value
 from django.shortcuts import get_object_or_404
 
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
@@ -34,12 +34,13 @@ def workflow_search(*, user, query: str) -> QuerySet[ChatWorkflow]:
     messages = ChatMessage.objects.annotate(
         lowered_content=Lowered("content"), lowered_summary=Lowered("summary")
     )
-    for word in query.lower().split()[:8]:
-        in_messages = messages.filter(
-            Q(lowered_content__contains=word) | Q(lowered_summary__contains=word),
+    for word in query.split()[:8]:
+        lowered = Lowered(Value(word))  # by the same function as the text (Python's lower()
+        in_messages = messages.filter(  # and PostgreSQL's differ: ς, İ)
+            Q(lowered_content__contains=lowered) | Q(lowered_summary__contains=lowered),
             workflow=OuterRef("pk"),
         )
-        workflows = workflows.filter(Q(lowered_title__contains=word) | Exists(in_messages))
+        workflows = workflows.filter(Q(lowered_title__contains=lowered) | Exists(in_messages))
     return workflows
 
 

@@ -167,9 +167,12 @@ def upload_discard(*, workflow: ChatWorkflow, document_id: int) -> bool:
     """Take back a file uploaded but not yet sent with a message (its file goes once this is
     committed); the hourly upload limit still counts it. False when it is no such upload."""
     with transaction.atomic():
-        upload = workflow.documents.filter(
-            pk=document_id, label=PENDING_UPLOAD_LABEL, source=ChatDocument.Source.UPLOADED
-        ).first()
+        # Locked: a message sent meanwhile (which takes it into its round) waits, or wins.
+        upload = (
+            workflow.documents.select_for_update()
+            .filter(pk=document_id, label=PENDING_UPLOAD_LABEL, source=ChatDocument.Source.UPLOADED)
+            .first()
+        )
         if upload is None:
             return False
         rates.mark_discarded(upload)

@@ -222,7 +222,8 @@ def workflow_rename(request: HttpRequest, workflow_id: int) -> HttpResponse:
 def workflow_statuses(request: HttpRequest) -> JsonResponse:
     """The statuses of some of the user's workflows (`ids`, comma-separated), for the
     sidebar's entries of runs going on in other pages or processes."""
-    ids = [int(part) for part in request.GET.get("ids", "").split(",")[:200] if part.isdigit()]
+    parts = request.GET.get("ids", "").split(",")[:200]
+    ids = [int(part) for part in parts if part.isdigit() and len(part) <= 18]
     found = selectors.workflow_list(user=request.user).filter(pk__in=ids)
     return JsonResponse(
         {str(w.pk): {"status": w.status, "label": w.get_status_display()} for w in found}

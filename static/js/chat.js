@@ -265,10 +265,15 @@
     if (pendingEdit) { pendingEdit.open = false; pendingEdit = null; }
     if (!pendingSend) return;
     pendingSend = false;
+    // The files sent went with the message; an unticked one still waits (with its ×), and
+    // stays unticked (the form's reset would tick it again).
+    document.querySelectorAll("#attachments input[name=documents]:checked").forEach(
+      (box) => box.closest(".upload-chip").remove());
+    document.querySelectorAll("#attachments .upload-errors").forEach((list) => list.remove());
+    const waiting = Array.from(document.querySelectorAll("#attachments input[name=documents]"));
     const composer = document.getElementById("composer");
     if (composer) composer.reset();
-    const chips = document.getElementById("attachments");
-    if (chips) chips.innerHTML = "";
+    waiting.forEach((box) => { box.checked = false; });
   }
 
   // Copy an answer, or one of its code blocks, with one click. Code blocks get their button

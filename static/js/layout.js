@@ -15,13 +15,21 @@
     const going = Array.from(list.querySelectorAll("[id^=sidebar-status-]")).filter(
       (span) => GOING.some((status) => span.classList.contains("status-" + status)));
     if (!going.length) return;
-    const ids = going.map((span) => span.id.replace("sidebar-status-", ""));
-    fetch(list.dataset.statusesUrl + "?ids=" + ids.join(","), { headers: { Accept: "application/json" } })
-      .then((response) => (response.ok ? response.json() : {}))
+    const asked = new Map(going.map((span) => [span.id.replace("sidebar-status-", ""), span.className]));
+    fetch(list.dataset.statusesUrl + "?ids=" + Array.from(asked.keys()).join(","),
+      { headers: { Accept: "application/json" } })
+      .then((response) => (response.ok ? response.json() : null))
       .then(function (statuses) {
-        Object.entries(statuses).forEach(function ([id, found]) {
+        if (!statuses) return;
+        asked.forEach(function (before, id) {
           const span = document.getElementById("sidebar-status-" + id);
-          if (!span || span.classList.contains("status-" + found.status)) return;
+          // Changed since it was asked (its own live event came first): that is newer.
+          if (!span || span.className !== before) return;
+          const found = statuses[id];
+          if (!found) { // deleted elsewhere: its entry goes
+            span.closest("li").remove();
+            return;
+          }
           span.className = "status status-" + found.status;
           span.textContent = found.label;
         });

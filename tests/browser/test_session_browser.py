@@ -92,3 +92,19 @@ def test_the_sidebar_follows_a_run_going_on_in_another_workflow(page, app_url, m
     status = f"#sidebar-status-{workflow}"
     assert page.inner_text(status) in ("Running", "Queued")
     page.wait_for_selector(f"{status}.status-completed, {status}.status-failed", timeout=20_000)
+
+
+def test_an_unticked_file_stays_waiting_unticked_after_a_send(page, app_url, model, tmp_path):
+    """Sending takes the ticked files with the message; an unticked one stays in the
+    composer, still unticked, and only the ticked one reaches the round."""
+    sign_in_to_new_workflow(page, app_url)
+    attach(page, tmp_path, "# A\n", name="a.md")
+    attach(page, tmp_path, "# Secret\n", name="secret.md")
+    page.uncheck("#attachments .upload-chip:has-text('secret.md') input")
+    model.add(taskplan("Read a"), *extract_step("docList:round1_upload"), stop(), "Read.")
+    send(page, "Read the file")
+    page.wait_for_selector("#wf-status[data-status=completed]")
+    assert page.locator("#attachments .chip-name").all_inner_texts() == ["secret.md"]
+    assert not page.is_checked("#attachments .upload-chip input")
+    sent = page.locator("#timeline .message-user").inner_text()
+    assert "a.md" in sent and "secret.md" not in sent

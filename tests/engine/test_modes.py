@@ -291,3 +291,27 @@ async def test_a_long_request_runs_in_every_mode(mode) -> None:
     assert not [e for e in of(events, "error") if e.kind == "internal"]
     assert of(events, "round")[-1].status in ("completed", "failed")
     assert all(len(task.objective) <= TEXT_MAX for task in of(events, "task"))
+
+
+async def test_reasoning_says_which_attachments_it_could_not_read() -> None:
+    """Reasoning reads the attachments first; one it could not read is named, with why, at
+    the head of its answer (the reading step's notes were the only place it showed)."""
+    from workflows.engine.contracts import ActionResult, ProducedDocument
+
+    async def partly(params, ctx) -> ActionResult:
+        return ActionResult(
+            success=True,
+            documents=[ProducedDocument(name="plan.md", mime="text/markdown", data=b"Friday")],
+            unread=["scan.png has an unsupported type (image/png)"],
+        )
+
+    store = MemoryStore()
+    store.add("plan.md", "text/markdown", b"Friday", label="round1_upload")
+    store.add("scan.png", "image/png", b"\x89PNG", label="round1_upload")
+    llm = ScriptedLLM([thought("The plan ships Friday.", False, "Done")])
+    tools = FakeToolExecutor({"document.extract": partly})
+    events = await collect(make_state(mode="reasoning"), llm, tools=tools, store=store)
+    answer = of(events, "message")[-1].content
+    assert answer == (
+        "**Not read:** scan.png has an unsupported type (image/png)\n\nThe plan ships Friday."
+    )

@@ -508,3 +508,24 @@ def test_a_long_list_of_choices_is_not_repeated_in_a_validation_message():
 
     assert problem(many) == "action: 'my_wiki.city_facts' is not one of the allowed values"
     assert problem(few) == "action: Input should be 'web.search' or 'web.scrape'"
+
+
+def test_an_observation_cut_to_size_keeps_what_could_not_be_read() -> None:
+    """Notes and previews give way first; the inputs that could not be read are kept whole,
+    and only as the last resort are the ones past three counted."""
+    from workflows.engine.contracts import ActionResult, ProducedDocument
+    from workflows.engine.observe import build_observation
+    from workflows.engine.state import Caps
+
+    unread = [f"scan{n}.png has an unsupported type (image/png)" for n in range(10)]
+    result = ActionResult(
+        success=True,
+        documents=[ProducedDocument(name=f"d{n}.md", mime="text/markdown", data=b"x" * 900)
+                   for n in range(5)],
+        notes=[f"note {n} " + "y" * 150 for n in range(8)],
+        unread=unread,
+    )  # fmt: skip
+    roomy = build_observation(result, "r", Caps(observation_chars=1_500))
+    assert roomy.unread == unread and len(roomy.notes) < 8
+    tight = build_observation(result, "r", Caps(observation_chars=600))
+    assert tight.unread == [*unread[:3], "… and 7 more input(s) not read"]

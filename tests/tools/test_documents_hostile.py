@@ -151,6 +151,8 @@ def test_a_file_the_upload_limit_accepted_is_not_too_large_to_read(settings):
     assert Limits().max_bytes == 20 * 1024 * 1024 == settings.POWERON_MAX_UPLOAD_BYTES
     settings.POWERON_MAX_UPLOAD_BYTES = 64 * 1024 * 1024
     assert Limits.from_settings(tool_settings()).max_bytes == 64 * 1024 * 1024
+    settings.POWERON_MAX_UPLOAD_BYTES = 1024 * 1024  # fewer uploads: fetched pages still read
+    assert Limits.from_settings(tool_settings()).max_bytes == 20 * 1024 * 1024
     data = b"line of text\n" * (20_100_000 // 13)
     assert len(data) > 20_000_000
     assert extract(data, name="near_limit.txt", mime="text/plain").sections

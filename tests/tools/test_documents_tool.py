@@ -58,27 +58,29 @@ async def test_docx_output_keeps_headings_and_tables():
 
 
 async def test_unreadable_inputs_are_reported_next_to_readable_ones():
-    """A hostile file does not sink the others: it is named in the notes."""
+    """A hostile file does not sink the others: it is named among what was not read."""
     locked = encrypt_pdf(make_pdf(["x"]), user_password="pw")
     ctx = context(("locked.pdf", "application/pdf", locked), ("ok.txt", "text/plain", b"fine"))
     result = await DocumentExtract().run(DocumentExtractParameters(), ctx)
     assert result.success
     assert [doc.name for doc in result.documents] == ["ok.md"]
-    assert "locked.pdf: the PDF is encrypted and needs a password" in result.notes
+    assert "locked.pdf: the PDF is encrypted and needs a password" in result.unread
 
 
 async def test_an_unreadable_input_among_many_is_still_told():
     """Eight readable files and one that is not: its reason survives the observation's cap
-    on notes (failures come first), so the step and the model both hear of it."""
+    on notes (it is kept apart, whole), so the step and the model both hear of it."""
     readable = [(f"part{n}.txt", "text/plain", f"Part {n}.".encode()) for n in range(8)]
     ctx = context(*readable, ("image.png", "image/png", b"\x89PNG"))
     result = await DocumentExtract().run(DocumentExtractParameters(), ctx)
     assert result.success and len(result.documents) == 8
     observation = build_observation(result, "round1_task1_action1_extracted", Caps())
-    assert any("image.png" in note and "unsupported type" in note for note in observation.notes)
-    # Said apart too, for the page and the answer (the model reads it once, in the notes).
+    # Said apart from the notes, once, for the model, the page and the answer.
     assert [reason.split(" has ")[0] for reason in observation.unread] == ["image.png"]
-    assert "unread" not in render_observation(observation)
+    assert "unsupported type" in observation.unread[0]
+    assert not any("image.png" in note for note in observation.notes)
+    told = render_observation(observation)
+    assert told.count("image.png has an unsupported type") == 1
 
 
 async def test_all_inputs_unreadable_fails_with_the_reasons():

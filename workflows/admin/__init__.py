@@ -146,8 +146,9 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
         from workflows import services
         from workflows.live import broadcast
 
+        pk = obj.pk  # deleting sets obj.pk to None
         services.workflow_delete(workflow=obj)
-        transaction.on_commit(lambda: async_to_sync(broadcast.gone)(obj.pk))
+        transaction.on_commit(lambda: async_to_sync(broadcast.gone)(pk))
 
     def delete_queryset(self, request, queryset) -> None:
         busy = []
@@ -398,6 +399,46 @@ if admin.site.is_registered(User):
     admin.site.unregister(User)
 
 
+def running_of(users) -> list[ChatWorkflow]:
+    """The workflows of these users with a run going."""
+    return list(
+        ChatWorkflow.objects.filter(owner__in=users, status__in=ChatWorkflow.ACTIVE_STATUSES)
+    )
+
+
+@admin.action(permissions=["delete"], description="Delete selected users")
+def delete_users_unless_running(modeladmin, request, queryset):
+    """Django's delete action for accounts, refused (nothing deleted) while one of theirs
+    runs: its run would write into a workflow that is gone."""
+    if running := running_of(queryset):
+        names = ", ".join(f"“{w}” ({w.owner})" for w in running)
+        modeladmin.message_user(
+            request, f"Nothing was deleted: {names} running. Stop it first.", level=messages.ERROR
+        )
+        return None
+    return delete_selected(modeladmin, request, queryset)
+
+
 @admin.register(User)
 class SecretSafeUserAdmin(SecretSafeAdmin, UserAdmin):
-    """Django's user admin, without lookups that reach a connection's secret."""
+    """Django's user admin, without lookups that reach a connection's secret; an account
+    with a run going is not deleted (as a workflow with a run going is not)."""
+
+    def delete_view(self, request, object_id, extra_context=None):
+        user = self.get_object(request, unquote(object_id))
+        if user is not None and (running := running_of([user])):
+            names = ", ".join(f"“{w}”" for w in running)
+            self.message_user(
+                request,
+                f"The account {user} has a run going ({names}); stop the run before deleting it.",
+                level=messages.ERROR,
+            )
+            return redirect("admin:auth_user_change", user.pk)
+        return super().delete_view(request, object_id, extra_context)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if "delete_selected" in actions:
+            _, name, description = actions["delete_selected"]
+            actions["delete_selected"] = (delete_users_unless_running, name, description)
+        return actions

@@ -94,6 +94,9 @@ def cap_observation(observation: Observation, limit: int) -> Observation:
             obs = obs.model_copy(update={"findings": obs.findings[:-1]})
         elif obs.previews:
             obs = obs.model_copy(update={"previews": obs.previews[:-1]})
+        elif len(obs.unread) > 3:  # the last resort: what could not be read is said, counted
+            more = f"… and {len(obs.unread) - 3} more input(s) not read"
+            obs = obs.model_copy(update={"unread": [*obs.unread[:3], more]})
         else:
             break
     return obs

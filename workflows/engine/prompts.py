@@ -213,8 +213,7 @@ def render_list(items: Sequence[str], empty: str = "(none)") -> str:
 
 def render_observation(observation: Observation) -> str:
     """An observation for a prompt, fenced: its snippets come from documents or the web."""
-    told = observation.model_dump_json(exclude_defaults=True, exclude={"unread"})  # in notes
-    return untrusted("action results", told)
+    return untrusted("action results", observation.model_dump_json(exclude_defaults=True))
 
 
 def render_parameters_schema(schema: ParametersSchema) -> str:

@@ -229,8 +229,8 @@ class Observation(BaseModel):
     """Web results: per-URL relevance, key points, entities."""
     error: str | None = None
     unread: list[str] = Field(default_factory=list)
-    """Inputs the action could not use, with why: shown on the page and in the answer (the
-    model reads them among the notes)."""
+    """Inputs the action could not use, with why: told to the model, shown on the page and
+    in the answer; kept whole when the observation is cut to size (counted at the last)."""
 
 
 class RefinementDecision(ModelOutput):

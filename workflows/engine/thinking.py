@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 from .actions import ActionCall, execute_action, find_tool, prepare_parameters, record_step
 from .actions import failed_observation as not_run
+from .answer import unread_line
 from .calls import ask
 from .contracts import untrusted
 from .core import Out, RoundContext, TaskState
@@ -189,6 +190,7 @@ async def conclude(
     else:
         plan = render_plan(thoughts[-1].planning) if thoughts else "(no plan)"
         solution = f"I could not finish reasoning: {task.stop_reason}\n\nThe plan so far:\n{plan}"
+    solution = unread_line(ctx) + solution  # attachments it could not read are said first
     yield ctx.task_event(task, "success" if finished else "failed", task.stop_reason)
     key = f"round{ctx.round}_answer"
     yield DeltaEvent(round=ctx.round, key=key, text=solution, offset=0)

@@ -161,7 +161,10 @@ def tool_settings() -> dict[str, Any]:
         "crawl_max_pages": settings.POWERON_CRAWL_MAX_PAGES,
         "crawl_max_depth": settings.POWERON_CRAWL_MAX_DEPTH,
         "web_enrichment": settings.POWERON_WEB_ENRICHMENT,
-        "document_max_bytes": settings.POWERON_MAX_UPLOAD_BYTES,  # what is accepted is read
+        # What an upload or a fetch accepted is read (and never less than 20 MiB).
+        "document_max_bytes": max(
+            settings.POWERON_MAX_UPLOAD_BYTES, settings.POWERON_FETCH_MAX_BYTES, 20 * 1024 * 1024
+        ),
         "document_parse_timeout": float(settings.POWERON_DOCUMENT_PARSE_TIMEOUT),
         "document_parse_memory_mb": settings.POWERON_DOCUMENT_PARSE_MEMORY_MB,
         "document_max_xml_elements": settings.POWERON_DOCUMENT_MAX_XML_ELEMENTS,

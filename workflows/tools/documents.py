@@ -61,8 +61,8 @@ class DocumentExtract:
     connection_kind: ClassVar[str | None] = None
 
     async def run(self, params: DocumentExtractParameters, ctx: ActionContext) -> ActionResult:
-        """One Markdown document per readable input; failures, then previews, in the notes
-        (failures first: an observation that keeps only the first notes still tells them)."""
+        """One Markdown document per readable input, previews in the notes; the inputs that
+        could not be read, with why, apart (`unread`: the observation keeps them whole)."""
         if not ctx.documents:
             return _failure("document.extract needs at least one input document")
         sources, failures = await read_sources(ctx)
@@ -89,7 +89,7 @@ class DocumentExtract:
             success=True,
             label="extracted",
             documents=documents,
-            notes=failures + notes,
+            notes=notes,
             unread=failures,
         )
 

@@ -155,7 +155,6 @@ class AiProcess:
             f"{len(sources)} document(s) read, {material.calls} model call(s), "
             f"output: {', '.join(formats)}",
             *material.notes,
-            *failures,
         ]
         return ActionResult(
             success=True, label="processed", documents=documents, notes=notes, unread=failures
@@ -182,7 +181,7 @@ def _demo_result(
         error = f"ai.process needs a language model for {', '.join(formats)} output"
         return ActionResult(success=False, label="processed", error=error)
     digest = extractive_digest(sources) if sources else "_No input documents._"
-    notes = [DEMO_NOTE, *failures]
+    notes = [DEMO_NOTE]
     return ActionResult(
         success=True,
         label="processed",

@@ -109,7 +109,6 @@ class DocumentGenerateReport:
         notes = [
             f"report {title!r}: {len(body.split())} words from {len(sources)} source(s), "
             f"{calls} model call(s); Markdown, HTML and PDF",
-            *failures,
         ]
         return ActionResult(
             success=True, label="report", documents=documents, notes=notes, unread=failures
