@@ -65,8 +65,11 @@ test: setup-test system-deps lint
 	$(PY) manage.py makemigrations --check --dry-run
 	$(VENV)/bin/pytest
 
+# Every benchmark that runs on its own (real_model.py needs a model server: see the README).
+BENCHES := engine_tokens checkpoints long_workflow first_event host_overhead event_latency vs_react mcp_catalog
+
 bench: setup-bench
-	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 
 # Refresh the vendored front-end files from the npm registry at the pinned versions.
 vendor:

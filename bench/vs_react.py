@@ -386,8 +386,11 @@ def main() -> None:
     floors.report(model.calls, results, table, sizes)
     for error in model.errors:
         print(f"model server error: {error}")
-    plot(table, sizes, scale)
-    print(f"\nplots: {PLOTS / 'vs_react_cost.png'}, {PLOTS / 'vs_react_time.png'}")
+    if args.quick:  # the README shows the full run's plots: a quick one leaves them be
+        print("\nplots: not written by a --quick run")
+    else:
+        plot(table, sizes, scale)
+        print(f"\nplots: {PLOTS / 'vs_react_cost.png'}, {PLOTS / 'vs_react_time.png'}")
     print(f"took {time.perf_counter() - started:.0f} s")
 
 

@@ -93,7 +93,7 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 # HTTPS in production (README, "Running in production"); all off for `make run` on plain http.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, low=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
@@ -153,7 +153,7 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
-        conn_max_age=env_int("POWERON_DB_CONN_MAX_AGE", 600),
+        conn_max_age=env_int("POWERON_DB_CONN_MAX_AGE", 600, low=0),
         conn_health_checks=True,
     )
 }
@@ -202,9 +202,9 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = env_int("POWERON_LOGIN_FAILURE_LIMIT", 5, low=1)
+AXES_FAILURE_LIMIT = env_int("POWERON_LOGIN_FAILURE_LIMIT", 5, low=0)
 AXES_ENABLED = AXES_FAILURE_LIMIT > 0
-AXES_COOLOFF_TIME = timedelta(seconds=env_int("POWERON_LOGIN_COOLOFF_SECONDS", 900))
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("POWERON_LOGIN_COOLOFF_SECONDS", 900, low=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "poweron.lockout.login_refused"
@@ -285,9 +285,9 @@ POWERON_MAX_ROUNDS_PER_HOUR = env_int("POWERON_MAX_ROUNDS_PER_HOUR", 60, low=0)
 POWERON_CATCH_UP_SECONDS = env_float("POWERON_CATCH_UP_SECONDS", 3.0, low=0.05)
 
 # Documents are parsed in a child process with these limits (per document).
-POWERON_DOCUMENT_PARSE_TIMEOUT = env_float("POWERON_DOCUMENT_PARSE_TIMEOUT", 30.0)
-POWERON_DOCUMENT_PARSE_MEMORY_MB = env_int("POWERON_DOCUMENT_PARSE_MEMORY_MB", 512)
-POWERON_DOCUMENT_MAX_XML_ELEMENTS = env_int("POWERON_DOCUMENT_MAX_XML_ELEMENTS", 1_000_000)
+POWERON_DOCUMENT_PARSE_TIMEOUT = env_float("POWERON_DOCUMENT_PARSE_TIMEOUT", 30.0, low=1)
+POWERON_DOCUMENT_PARSE_MEMORY_MB = env_int("POWERON_DOCUMENT_PARSE_MEMORY_MB", 512, low=64)
+POWERON_DOCUMENT_MAX_XML_ELEMENTS = env_int("POWERON_DOCUMENT_MAX_XML_ELEMENTS", 1_000_000, low=1)
 
 # Tools: search providers and the safe fetcher.
 POWERON_SEARCH_PROVIDER = os.environ.get("POWERON_SEARCH_PROVIDER", "")
@@ -295,11 +295,11 @@ POWERON_TAVILY_API_KEY = os.environ.get("POWERON_TAVILY_API_KEY", "")
 POWERON_TAVILY_URL = os.environ.get("POWERON_TAVILY_URL", "https://api.tavily.com")
 POWERON_SEARXNG_URL = os.environ.get("POWERON_SEARXNG_URL", "")
 POWERON_FETCH_ALLOW_HOSTS = [h.lower() for h in env_list("POWERON_FETCH_ALLOW_HOSTS", "")]
-POWERON_FETCH_MAX_BYTES = env_int("POWERON_FETCH_MAX_BYTES", 5 * 1024 * 1024)
+POWERON_FETCH_MAX_BYTES = env_int("POWERON_FETCH_MAX_BYTES", 5 * 1024 * 1024, low=1)
 POWERON_FETCH_TIMEOUT = env_int("POWERON_FETCH_TIMEOUT", 10, low=1)
-POWERON_SCRAPE_MAX_PAGES = env_int("POWERON_SCRAPE_MAX_PAGES", 5, low=1)
-POWERON_CRAWL_MAX_PAGES = env_int("POWERON_CRAWL_MAX_PAGES", 10, low=1)
-POWERON_CRAWL_MAX_DEPTH = env_int("POWERON_CRAWL_MAX_DEPTH", 2, low=0)
+POWERON_SCRAPE_MAX_PAGES = env_int("POWERON_SCRAPE_MAX_PAGES", 5, low=1, high=20)
+POWERON_CRAWL_MAX_PAGES = env_int("POWERON_CRAWL_MAX_PAGES", 10, low=1, high=100)
+POWERON_CRAWL_MAX_DEPTH = env_int("POWERON_CRAWL_MAX_DEPTH", 2, low=0, high=5)
 POWERON_WEB_ENRICHMENT = env_bool("POWERON_WEB_ENRICHMENT", True)
 POWERON_APPROVAL_METHODS = env_list("POWERON_APPROVAL_METHODS", "")
 # MCP servers whose tools join the catalog: JSON (name -> {command | url, headers, env, tools,

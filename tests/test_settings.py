@@ -95,6 +95,11 @@ def test_model_key_falls_back_to_openai_api_key(tmp_path):
         ("POWERON_MAX_STEPS", "0", "POWERON_MAX_STEPS must be between 1 and 50, got '0'"),
         ("POWERON_WORKER_CONCURRENCY", "0", "POWERON_WORKER_CONCURRENCY must be at least 1"),
         ("POWERON_FAILOVER_SECONDS", "-5", "POWERON_FAILOVER_SECONDS must be at least 1"),
+        # Limits that were not checked, so a web tool or the parser failed later instead.
+        ("POWERON_SCRAPE_MAX_PAGES", "50", "POWERON_SCRAPE_MAX_PAGES must be between 1 and 20"),
+        ("POWERON_FETCH_MAX_BYTES", "0", "POWERON_FETCH_MAX_BYTES must be at least 1"),
+        ("POWERON_DOCUMENT_PARSE_TIMEOUT", "-3", "POWERON_DOCUMENT_PARSE_TIMEOUT must be at"),
+        ("POWERON_LOGIN_COOLOFF_SECONDS", "-5", "POWERON_LOGIN_COOLOFF_SECONDS must be at"),
     ],
 )
 def test_a_bad_number_stops_start_up_naming_the_variable(tmp_path, variable, value, said):
@@ -111,6 +116,19 @@ def test_a_bad_number_stops_start_up_naming_the_variable(tmp_path, variable, val
     )
     assert result.returncode != 0
     assert said in result.stderr
+
+
+def test_a_login_failure_limit_of_zero_turns_throttling_off(tmp_path):
+    """`POWERON_LOGIN_FAILURE_LIMIT=0` means no throttling, as documented (it stopped
+    start-up with "must be at least 1")."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERON_")}
+    env.update({"POWERON_VAR_DIR": str(tmp_path), "POWERON_LOGIN_FAILURE_LIMIT": "0"})
+    script = "import poweron.settings as s; print(s.AXES_ENABLED)"
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
 
 
 def test_a_model_call_may_last_a_fraction_of_a_second_more(tmp_path):
@@ -138,6 +156,20 @@ def test_first_account_created_once_and_password_printed():
     call_command("ensure_first_account", stdout=again)
     assert again.getvalue() == ""
     assert get_user_model().objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_an_account_nobody_can_sign_in_as_does_not_stop_the_first_one():
+    """run_workflow's "cli" owner (no password) before the first `make run`: a first
+    account is still created and printed (none was, and nobody could sign in)."""
+    get_user_model().objects.create(username="cli", password="!")
+    get_user_model().objects.create(username="admin", password="")
+    out = StringIO()
+    call_command("ensure_first_account", stdout=out)
+    assert "First account created" in out.getvalue()
+    username = out.getvalue().split("username: ")[1].split()[0]
+    assert username.startswith("admin-")
+    assert get_user_model().objects.get(username=username).is_superuser
 
 
 def test_tool_limits_reach_the_tools(settings):
@@ -272,6 +304,31 @@ def test_a_web_process_whose_database_is_unreachable_stops_and_says_why(tmp_path
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 3
+    assert "PowerOn cannot start its durable runtime (DBOS at postgresql://postgres:***@" in (
+        result.stderr
+    )
+    assert "pw-not-shown" not in result.stderr + result.stdout
+
+
+def test_a_worker_whose_durable_runtime_cannot_start_exits_3_and_says_why(tmp_path):
+    """run_workers, like Daphne, says why its durable runtime cannot start (the password
+    masked) and exits 3 for its supervisor (it exited 1 on an unhandled exception)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERON_")}
+    env.update(
+        POWERON_VAR_DIR=str(tmp_path),
+        POWERON_DBOS_DATABASE_URL="postgresql://postgres:pw-not-shown@127.0.0.1:1/nowhere",
+        REDIS_URL="redis://127.0.0.1:1/0",  # named only: the worker stops before using it
+    )
+
+    def manage(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    assert manage("migrate", "--noinput").returncode == 0
+    result = manage("run_workers", "--executor-id", "w-test")
+    assert result.returncode == 3, result.stderr[-2000:]
     assert "PowerOn cannot start its durable runtime (DBOS at postgresql://postgres:***@" in (
         result.stderr
     )

@@ -703,3 +703,20 @@ async def test_a_runaway_model_field_is_rejected_and_retried() -> None:
     assert "at most 1000 characters" in correction and len(correction) < 2_000
     assert all(len(e.model_dump_json()) < 20_000 for e in events)
     assert of(events, "round")[-1].status == "completed"
+
+
+async def test_a_search_uses_the_users_own_key_when_stage_one_names_no_connection() -> None:
+    """The user's Tavily connection is used for web.search even when Stage 1 leaves
+    requiredConnection empty (the key then never reached the search)."""
+    from workflows.engine.testing import fake_tools
+
+    tools = fake_tools()
+    for tool in tools:
+        if tool.name == "web.search":
+            tool.connection_kind = "tavily"
+    executor = FakeToolExecutor(tools=tools)
+    state = make_state(connections=[ConnectionInfo(label="my-tavily", kind="tavily")])
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q"), stop(), "ok"])
+    controls = AutoControls(secrets={"my-tavily": "tvly-users-own"})
+    await collect(state, llm, tools=executor, controls=controls)
+    assert [call.ctx.connection_secret for call in executor.calls] == ["tvly-users-own"]

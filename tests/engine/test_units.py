@@ -529,3 +529,13 @@ def test_an_observation_cut_to_size_keeps_what_could_not_be_read() -> None:
     assert roomy.unread == unread and len(roomy.notes) < 8
     tight = build_observation(result, "r", Caps(observation_chars=600))
     assert tight.unread == [*unread[:3], "… and 7 more input(s) not read"]
+
+
+def test_a_decision_that_may_carry_the_answer_has_room_for_it() -> None:
+    """Refine and the review may write the round's answer: each call's token limit holds an
+    answer as long as the answer call's (the review's was 400, so Actionplan's answers were
+    cut off, then asked for again)."""
+    from workflows.engine.llm import MAX_TOKENS
+
+    assert MAX_TOKENS["refine"] >= MAX_TOKENS["final"] + 400
+    assert MAX_TOKENS["review"] >= MAX_TOKENS["final"] + 400

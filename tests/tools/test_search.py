@@ -55,6 +55,16 @@ async def test_the_users_connection_key_wins(tavily):
     assert tavily.keys == ["tvly-users-own"]
 
 
+async def test_the_users_own_key_works_without_a_site_provider(tavily):
+    """A user's own Tavily key is used even when the site set no search provider (the tools
+    were listed for them, then every call said no provider was configured)."""
+    tavily.api_key = "tvly-users-own"
+    settings = ToolSettings.load({"tavily_base_url": tavily.url})
+    assert settings.search_provider is None
+    outcome = await search(settings, secret="tvly-users-own", query="wind")
+    assert outcome.results and tavily.keys == ["tvly-users-own"]
+
+
 async def test_tavily_without_any_key(tavily):
     """No key anywhere: a clear error, and Tavily is not even called."""
     with pytest.raises(SearchError, match="needs an API key"):

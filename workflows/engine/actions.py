@@ -43,6 +43,14 @@ def find_tool(ctx: RoundContext, name: str) -> Tool | None:
     return next((tool for tool in ctx.tools.tools() if tool.name == name), None)
 
 
+def own_connection(ctx: RoundContext, name: str) -> str | None:
+    """The user's connection an action works with when Stage 1 named none (their own Tavily
+    key for web.search): the first of the tool's kind, if they have one."""
+    tool = find_tool(ctx, name)
+    kind = getattr(tool, "connection_kind", None)
+    return next((c.label for c in ctx.state.connections if kind and c.kind == kind), None)
+
+
 @dataclass
 class Prepared:
     """Stage 2 output made ready to run: validated, defaulted, sanitised."""
@@ -174,14 +182,13 @@ async def execute_action(
             yield event
         return
     metered = MeteredLLM(ctx.llm)
+    connection = call.connection or own_connection(ctx, call.name)
     action_ctx = ActionContext(
         documents=documents,
         store=ctx.store,
         llm=metered,
         language=ctx.state.language,
-        connection_secret=ctx.controls.resolve_connection(call.connection)
-        if call.connection
-        else None,
+        connection_secret=ctx.controls.resolve_connection(connection) if connection else None,
         objective=call.objective,
     )
     started = ctx.clock()

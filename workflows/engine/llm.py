@@ -66,7 +66,7 @@ MAX_TOKENS: dict[str, int] = {
     "select": 600,
     "parameters": 400,
     "refine": 1_900,  # 700 for the decision, 1,200 for the answer it may carry
-    "review": 400,
+    "review": 1_600,  # 400 for the verdict, 1,200 for the answer it may carry (Actionplan)
     "actionplan": 1_200,
     "thought": 1_500,
     "final": 1_200,

@@ -72,8 +72,11 @@ async def web_search(
     language: str,
     secret: str | None = None,
 ) -> SearchOutcome:
-    """Ask the configured provider; `secret` (the user's own Tavily key) wins over settings."""
-    if reason := settings.provider_unavailable():
+    """Ask the configured provider; `secret` (the user's own Tavily key) wins over settings:
+    with it, Tavily is asked whatever the site's provider (it is the user's own)."""
+    if secret:
+        settings = settings.model_copy(update={"search_provider": "tavily"})
+    elif reason := settings.provider_unavailable():
         raise SearchError(reason)
     try:
         if settings.search_provider == "tavily":

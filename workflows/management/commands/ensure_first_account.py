@@ -1,21 +1,26 @@
-"""Create the first account when the database has no user, and print its password once."""
+"""Create the first account when no account can sign in, and print its password once."""
 
 import secrets
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import UNUSABLE_PASSWORD_PREFIX
 from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Create a first superuser with a random password when no user exists yet."
+    help = "Create a first superuser with a random password when no account can sign in yet."
 
     def add_arguments(self, parser):
         parser.add_argument("--username", default="admin")
 
     def handle(self, *args, username: str, **options) -> None:
         User = get_user_model()
-        if User.objects.exists():
+        # Accounts without a password (run_workflow's "cli") cannot sign in: they do not count.
+        can_sign_in = User.objects.filter(is_active=True).exclude(password="")
+        if can_sign_in.exclude(password__startswith=UNUSABLE_PASSWORD_PREFIX).exists():
             return
+        if User.objects.filter(username=username).exists():
+            username = f"{username}-{secrets.token_hex(2)}"
         password = secrets.token_urlsafe(12)
         User.objects.create_superuser(username=username, email="", password=password)
         line = "=" * 60

@@ -8,6 +8,7 @@ POWERON_FAILOVER_SECONDS. SIGTERM hands the rounds back at once, to be resumed e
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import socket
 
@@ -18,6 +19,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from workflows.execution import durable, launcher, runner, settle, setup
 from workflows.live import broadcast
+
+logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -52,7 +55,16 @@ class Command(BaseCommand):
                 await broadcast.broadcast(envelope)
         assert runner.round_workflow  # registered before DBOS launches
         await setup.warm_up()  # the first round neither imports the model client nor creates it
-        await durable.launch(queues=[durable.ROUNDS_QUEUE], executor_id=name)
+        try:
+            await durable.launch(queues=[durable.ROUNDS_QUEUE], executor_id=name)
+        except Exception as error:  # noqa: BLE001 - said in one line, then exit 3 as Daphne
+            logger.critical(
+                "PowerOn cannot start its durable runtime (DBOS at %s): %s. Without it no run "
+                "can start or resume; this worker stops so that its supervisor restarts it.",
+                durable.redacted_url(durable.system_database_url()),
+                error,
+            )
+            raise SystemExit(3) from None
         await durable.warm_up()
         watchdog = asyncio.create_task(launcher.watch_runs())
         stopping = asyncio.Event()

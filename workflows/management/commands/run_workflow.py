@@ -127,7 +127,8 @@ class Command(BaseCommand):
     def owner(self, username: str | None):
         User = get_user_model()
         if username is None:
-            return User.objects.get_or_create(username="cli")[0]
+            # An account no one signs in as (ensure_first_account does not count it).
+            return User.objects.get_or_create(username="cli", defaults={"password": "!"})[0]
         try:
             return User.objects.get(username=username)
         except User.DoesNotExist as missing:
