@@ -35,6 +35,28 @@ def test_uploads_past_the_hourly_limit_are_refused(alice_client, alice, settings
 
 
 @pytest.mark.django_db
+def test_a_reruns_copies_of_earlier_uploads_are_not_uploads(alice_client, alice, settings):
+    """Edit and Regenerate copy the earlier round's files into the new round: those copies
+    do not use up the hourly upload limit (they counted, and refused real uploads)."""
+    settings.POWERON_MAX_UPLOADS_PER_HOUR = 2
+    workflow = services.workflow_create(owner=alice)
+    assert upload(alice_client, workflow, "a.txt", "b.txt").status_code == 200
+    first, second = workflow.documents.order_by("id")
+    services.round_open(
+        workflow_id=workflow.pk, owner=alice, text="Go", document_ids=[first.pk, second.pk]
+    )
+    ChatWorkflow.objects.filter(pk=workflow.pk).update(status=ChatWorkflow.Status.COMPLETED)
+    for _ in range(3):  # three reruns of round 1, each copying its two files
+        services.round_open(
+            workflow_id=workflow.pk, owner=alice, text="Go", document_ids=[], reruns=1
+        )
+        ChatWorkflow.objects.filter(pk=workflow.pk).update(status=ChatWorkflow.Status.COMPLETED)
+    assert workflow.documents.count() == 8
+    assert rates.upload_refusal(user=alice, adding=0, limit=2) is None  # the two real ones
+    assert rates.upload_refusal(user=alice, adding=1, limit=2) is not None
+
+
+@pytest.mark.django_db
 def test_uploads_older_than_an_hour_and_other_users_do_not_count(client, alice, bob, settings):
     """The window is the last hour, and each user has their own count."""
     settings.POWERON_MAX_UPLOADS_PER_HOUR = 1

@@ -25,7 +25,7 @@ def upload_refusal(*, user, adding: int, limit: int) -> str | None:
         workflow__owner=user,
         source=ChatDocument.Source.UPLOADED,
         created__gte=timezone.now() - WINDOW,
-    )
+    ).exclude(message__reruns__isnull=False)  # a rerun's copies of earlier uploads are no upload
     wait = _wait(_times(recent, user, RateMark.Kind.UPLOAD), adding, limit)
     if wait is None:
         return None
@@ -79,7 +79,9 @@ def mark_deleted(workflow: ChatWorkflow) -> None:
     owner = workflow.owner_id
     RateMark.objects.filter(owner_id=owner, created__lt=since).delete()
     rounds = workflow.messages.filter(role=ChatMessage.Role.USER, created__gte=since)
-    uploads = workflow.documents.filter(source=ChatDocument.Source.UPLOADED, created__gte=since)
+    uploads = workflow.documents.filter(
+        source=ChatDocument.Source.UPLOADED, created__gte=since
+    ).exclude(message__reruns__isnull=False)
     RateMark.objects.bulk_create(
         [
             *(RateMark(owner_id=owner, kind=RateMark.Kind.ROUND, created=at)
