@@ -105,6 +105,48 @@ async def test_resume_replays_after_the_given_seq(alice):
     await communicator.disconnect()
 
 
+async def test_resumes_are_bounded_and_an_after_past_the_end_counts_as_the_end(alice, settings):
+    """A resume comes at most once a second and replays at most a fell-behind's worth (a
+    client resuming in a loop without reading filled the server's memory); an `after` past
+    the last stored event counts as the end, so the events that come next still arrive (the
+    socket went silent)."""
+    from workflows.live.consumer import FELL_BEHIND_EVENTS, RESUMING_TOO_OFTEN
+
+    workflow = await make_workflow(alice)
+    await store_events(workflow, 3)
+    communicator = await connect(alice, workflow.pk, "format=json&after=999")
+    assert await communicator.receive_nothing(timeout=0.2)
+    (four,) = await store_events(workflow, 1)
+    await broadcast.broadcast(four)
+    assert (await receive(communicator))["seq"] == 4  # not taken for an old one
+
+    await communicator.send_json_to({"action": "resume", "after": 2})
+    assert [(await receive(communicator))["seq"] for _ in range(2)] == [3, 4]
+    await communicator.send_json_to({"action": "resume", "after": 0})
+    assert (await receive(communicator))["payload"]["text"] == RESUMING_TOO_OFTEN
+
+    await store_events(workflow, FELL_BEHIND_EVENTS + 5)
+    await asyncio.sleep(1.0)
+    await communicator.send_json_to({"action": "resume", "after": 0})
+    output = await communicator.receive_output(timeout=5)
+    while output["type"] != "websocket.close":  # the live ones broadcast meanwhile, if any
+        output = await communicator.receive_output(timeout=5)
+    assert output["code"] == 1013
+
+
+async def test_a_command_nested_too_deep_is_answered_and_the_socket_stays(alice):
+    """JSON nested a thousand deep gets a notice (it closed the socket with 1011)."""
+    workflow = await make_workflow(alice)
+    communicator = await connect(alice, workflow.pk)
+    deep = '{"action": "stop", "x": ' + "[" * 3000 + "]" * 3000 + "}"
+    await communicator.send_to(text_data=deep)
+    assert (await receive(communicator))["type"] == "notice"
+    await communicator.send_json_to({"action": "stop"})
+    nothing = "Nothing is running in this workflow."
+    assert (await receive(communicator))["payload"]["text"] == nothing
+    await communicator.disconnect()
+
+
 async def test_malformed_command_gets_a_clear_error(alice):
     """An unknown command is answered with an error notice naming the problem."""
     workflow = await make_workflow(alice)
@@ -227,6 +269,20 @@ async def test_live_events_and_commands_do_not_wait_for_djangos_sync_thread(alic
         (
             {"text_data": '{"action": "send", "text": "  \\n\\t "}'},
             "text: the message is empty; write what the agent should do",
+        ),
+        # An approval that is neither yes nor no is refused, not taken for a rejection.
+        (
+            {"text_data": '{"action": "approve", "approved": "yes please"}'},
+            "approve.approved: Input should be a valid boolean",
+        ),
+        # An empty steering note, and an id no row can have, are refused with the reason.
+        (
+            {"text_data": '{"action": "steer", "text": " \\n "}'},
+            "the note is empty",
+        ),
+        (
+            {"text_data": '{"action": "send", "text": "x", "documents": [9223372036854775808]}'},
+            "send.documents.0: Input should be less than or equal to",
         ),
     ],
 )

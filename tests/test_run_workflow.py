@@ -4,6 +4,10 @@ providers (every address 127.0.0.1)."""
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +15,15 @@ from typing import Any
 import pytest
 from fpdf import FPDF
 
-from tests.support.cli import copy_database, download, migrated, run_workflow
+from tests.support.cli import (
+    REPO,
+    cli_env,
+    copy_database,
+    download,
+    manage,
+    migrated,
+    run_workflow,
+)
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
 from tests.support.fake_search import FakeSearxng, FakeTavily, site_hits
 from tests.support.replies import cont, extract_step, params, review, select, stop, taskplan
@@ -480,3 +492,45 @@ def test_approvals_are_answered_by_the_flags(var_dir, notes, flag, status) -> No
     approvals = [e["payload"]["status"] for e in run.of("approval")]
     assert approvals == ["waiting", status]
     assert run.returncode == (0 if status == "approved" else 1), run.explain()
+
+
+def test_an_unreadable_document_is_a_bad_argument_and_stores_nothing(var_dir) -> None:
+    """A --document that exists but cannot be read: exit 2 with the reason, and no empty
+    workflow left behind (it was a traceback, exit 1, and an "Untitled" workflow)."""
+    run = run_workflow(var_dir, "--document", "/proc/self/mem", "Read it")
+    assert run.returncode == 2, run.explain()
+    assert "cannot read /proc/self/mem" in run.stderr
+    assert "Traceback" not in run.stderr
+    check = manage(
+        var_dir, "shell", "-c",
+        "from workflows.models import ChatWorkflow; print(ChatWorkflow.objects.count())",
+    )  # fmt: skip
+    assert check.stdout.strip().splitlines()[-1] == "0"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_stops_the_run_keeping_its_work_and_exits_1(var_dir, sig) -> None:
+    """Ctrl-C or SIGTERM during a run stops it as the page's Stop does: the final event
+    says stopped, the process exits 1 without a traceback (it died of the signal, or left
+    the workflow running for good)."""
+    with FakeOpenAIServer() as server:
+        server.add(taskplan("Think"), FakeReply(content=json.dumps(select()), delay=30))
+        process = subprocess.Popen(
+            [sys.executable, str(REPO / "manage.py"), "run_workflow", "Think long"],
+            cwd=REPO, env=cli_env(var_dir, **model_settings(server)),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert process.stdout is not None
+        lines = []
+        for line in process.stdout:  # wait until the round runs (its step opened)
+            lines.append(json.loads(line))
+            if lines[-1]["type"] == "step":
+                break
+        process.send_signal(sig)
+        out, err = process.communicate(timeout=60)
+    events = lines + [json.loads(line) for line in out.splitlines()]
+    assert process.returncode == 1, err[-2000:]
+    assert "Traceback" not in err
+    final = events[-1]
+    assert (final["type"], final["payload"]["status"]) == ("run", "stopped")
+    assert final["payload"]["reason"] == "Stopped by the user."

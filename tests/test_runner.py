@@ -109,7 +109,7 @@ async def test_a_crash_is_shown_and_the_run_still_ends(alice, monkeypatch):
     await launcher.start_round(workflow_id=workflow.pk, user=alice, text="x", document_ids=[])
     assert await launcher.wait_for(workflow.pk) == ChatWorkflow.Status.FAILED
     workflow, events, messages, documents = await stored(workflow)
-    assert [kind for _, kind in events] == ["message", "error", "run"]
+    assert [kind for _, kind in events] == ["message", "error", "round", "run"]
     assert "tool registry exploded" in workflow.status_reason
 
 

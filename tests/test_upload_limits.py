@@ -117,7 +117,9 @@ def test_chunked_upload_is_cut_off_at_the_limit(app):
 
 
 def test_upload_within_the_limit_still_works(app):
-    """An upload under the limit goes through Daphne to the view and is stored."""
+    """An upload under the limit goes through Daphne to the view and is stored; the same
+    upload sent chunked (no length) is refused with 411 saying why (it was "Choose at least
+    one file": Django's form parser reads by the length)."""
     port = app.web()
     cookie, workflow_id = sign_in_and_create_workflow(port)
     with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
@@ -129,8 +131,20 @@ def test_upload_within_the_limit_still_works(app):
             data={"csrfmiddlewaretoken": token},
             files={"files": ("notes.txt", b"n" * (LIMIT // 2), "text/plain")},
         )
-    assert response.status_code == 200
-    assert "notes.txt" in response.text
+        assert response.status_code == 200
+        assert "notes.txt" in response.text
+        body = client.build_request(
+            "POST", f"/workflows/{workflow_id}/documents/upload/",
+            data={"csrfmiddlewaretoken": token},
+            files={"files": ("chunked.txt", b"c" * 100, "text/plain")},
+        )  # fmt: skip
+        chunked = client.post(
+            f"/workflows/{workflow_id}/documents/upload/",
+            content=iter([body.read()]),  # an iterator: sent chunked, without a length
+            headers={"Content-Type": body.headers["Content-Type"], "X-CSRFToken": token},
+        )
+    assert chunked.status_code == 411
+    assert "a chunked upload cannot be read" in chunked.text
 
 
 async def asgi_call(app, headers, bodies):
@@ -187,3 +201,21 @@ async def test_middleware_lets_a_body_within_the_limit_through(settings):
     settings.POWERON_MAX_UPLOAD_BYTES = LIMIT
     sent, _ = await asgi_call(BodyLimitMiddleware(reads_everything), [], [b"x" * 1000] * 3)
     assert sent[0]["status"] == 200
+
+
+@pytest.mark.django_db
+def test_too_many_files_at_once_are_refused_with_the_limit(alice_client, alice, settings):
+    """More files in one upload than Django parses (100) get the app's own refusal naming
+    the limit (it was Django's bare 400 page), and nothing is stored."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    from workflows import services
+
+    settings.POWERON_MAX_UPLOADS_PER_HOUR = 0
+    workflow = services.workflow_create(owner=alice)
+    files = [SimpleUploadedFile(f"f{n}.txt", b"x", "text/plain") for n in range(101)]
+    refused = alice_client.post(reverse("workflows:upload", args=[workflow.pk]), {"files": files})
+    assert refused.status_code == 400
+    assert "Choose at most 100 files at once." in refused.content.decode()
+    assert not workflow.documents.exists()

@@ -175,6 +175,12 @@ def test_the_markdown_export_keeps_a_step_a_stop_cut_off(alice_client, alice):
     assert step in text
     assert "_Stopped by the user._" in text
     assert "- 📄 r.md (`round1_task1_action1_report`, 3 bytes)" in text
+    services.document_create(
+        workflow=workflow, name="a<b>\nc.md", data=b"x", label="round1_task1_action1_report",
+        round=1, key="1:1:1:2",
+    )  # fmt: skip
+    text = alice_client.get(reverse("workflows:export", args=[workflow.pk, "md"])).content.decode()
+    assert "- 📄 a&lt;b&gt; c.md (`round1_task1_action1_report`, 1 bytes)" in text  # as named
     assert text.index(step) < text.index("### Assistant")
 
 

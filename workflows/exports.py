@@ -108,7 +108,9 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
             content = as_text(content)
         lines += ["", content, ""]
         for document in message.documents.all():
-            lines.append(f"- 📄 {document.name} (`{document.label}`, {document.size} bytes)")
+            lines.append(
+                f"- 📄 {as_text(document.name)} (`{document.label}`, {document.size} bytes)"
+            )
         if message.feedback:
             rating = "+1 (helpful)" if message.feedback > 0 else "−1 (not helpful)"
             comment = f": {message.feedback_comment}" if message.feedback_comment else ""
@@ -141,7 +143,9 @@ def steps_without_message(
             block.append(f"_{as_text(reason)}_")
         block.append("")
         for document in written.get((round, task, action), []):
-            block.append(f"- 📄 {document.name} (`{document.label}`, {document.size} bytes)")
+            block.append(
+                f"- 📄 {as_text(document.name)} (`{document.label}`, {document.size} bytes)"
+            )
         lines.setdefault(round, []).extend([*block, ""])
     return lines
 

@@ -98,20 +98,19 @@ def runs_waiting(*, before_workflow: int) -> int:
     ).count()
 
 
-def open_question(*, workflow_id: int, kind: str) -> tuple[int, int] | None:
-    """The question of the current round that waits for an answer, as (task, number): for
-    "extend" the steps done, for "approve" the action. None when nothing waits."""
+def open_question(*, workflow_id: int, kind: str) -> tuple[int, int, int] | None:
+    """The question of the current round that waits for an answer, as (task, number, asked):
+    for "extend" the steps done and which step-limit question of the round it is, for
+    "approve" the action. None when nothing waits (an answered one included)."""
     event_type = {"extend": "ask", "approve": "approval"}[kind]
     round = ChatWorkflow.objects.filter(pk=workflow_id).values_list("current_round", flat=True)
-    last = (
-        WorkflowEvent.objects.filter(workflow_id=workflow_id, round=round[:1], type=event_type)
-        .order_by("-seq")
-        .first()
-    )
+    events = WorkflowEvent.objects.filter(workflow_id=workflow_id, round=round[:1], type=event_type)
+    last = events.order_by("-seq").first()
     if last is None or last.payload.get("status") != "waiting":
         return None
     number = last.payload["stepsDone"] if kind == "extend" else last.action
-    return last.task, number
+    asked = events.filter(payload__status="waiting").count() if kind == "extend" else 0
+    return last.task, number, asked
 
 
 def connection_kinds(*, user) -> set[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import mimetypes
+import re
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -33,6 +34,9 @@ def workflow_create(
     return workflow
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
 def document_create(
     *,
     workflow: ChatWorkflow,
@@ -48,6 +52,7 @@ def document_create(
 ) -> ChatDocument:
     """Store a file of a workflow under MEDIA_ROOT with its size and sha256."""
     # Keep only the last path component: a name can never climb out of the workflow folder.
+    name = _CONTROL.sub(" ", name)  # a line break in a file name (from the CLI) breaks lists
     safe_name = PurePosixPath(name.replace("\\", "/")).name.strip() or "document"
     mime = mime_type or mimetypes.guess_type(safe_name)[0] or "application/octet-stream"
     document = ChatDocument(

@@ -7,6 +7,7 @@ import json
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib import messages
+from django.core.exceptions import TooManyFilesSent
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
@@ -77,11 +78,20 @@ def document_download(request: HttpRequest, workflow_id: int, document_id: int) 
     )
 
 
+CHUNKED = "Send the files with the body's Content-Length: a chunked upload cannot be read."
+
+
 @require_POST
 def document_upload(request: HttpRequest, workflow_id: int) -> HttpResponse:
     """Store files for the next message; they join the round that message opens."""
     workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
-    files = request.FILES.getlist("files")
+    if not request.META.get("CONTENT_LENGTH"):  # Django's form parser reads by the length
+        return render(request, "workflows/_uploads.html", {"errors": [CHUNKED]}, status=411)
+    try:
+        files = request.FILES.getlist("files")
+    except TooManyFilesSent:
+        most = f"Choose at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files at once."
+        return render(request, "workflows/_uploads.html", {"errors": [most]}, status=400)
     limit = settings.POWERON_MAX_UPLOAD_BYTES
     errors = [
         f"{upload.name} is larger than {filesizeformat(limit)}."

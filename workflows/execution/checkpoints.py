@@ -296,12 +296,16 @@ class DurableControls:
         self._checkpoints = checkpoints
         self._connections = connections
         self._answer_timeout = answer_timeout
+        self._asked = 0
+        """Step-limit questions asked in this round (a replay asks them again in order)."""
 
     async def ask_continue(
         self, *, task: int, steps_done: int, timeout: float | None
     ) -> int | None:
         """Wait for "continue for N more steps?" (None when no answer comes in time)."""
-        answer = await self._wait(question_topic("extend", task, steps_done), timeout)
+        self._asked += 1
+        topic = question_topic("extend", task, steps_done, asked=self._asked)
+        answer = await self._wait(topic, timeout)
         return None if answer is None else int(answer)
 
     async def approve(
@@ -341,9 +345,12 @@ class DurableControls:
 STEER_TOPIC = "steer"
 
 
-def question_topic(kind: str, task: int, number: int) -> str:
-    """The message topic of one question: extend (task, steps done) or approve (task, action)."""
-    return f"{kind}:{task}:{number}"
+def question_topic(kind: str, task: int, number: int, *, asked: int = 0) -> str:
+    """The message topic of one question: extend (task, steps done, and which step-limit
+    question of the round it is: a retried task asks at the same steps again, and an answer
+    left over from the last question must not answer it) or approve (task, action, whose
+    number keeps counting across retries)."""
+    return f"{kind}:{task}:{number}:{asked}" if kind == "extend" else f"{kind}:{task}:{number}"
 
 
 async def _now() -> float:

@@ -144,8 +144,8 @@ async def answer(*, workflow_id: int, kind: str, value: Any) -> None:
     )
     if question is None:
         raise CommandRefused("Nothing in this workflow waits for that answer.")
-    task, number = question
-    await _send(workflow_id, value, question_topic(kind, task, number))
+    task, number, asked = question
+    await _send(workflow_id, value, question_topic(kind, task, number, asked=asked))
 
 
 async def _send(workflow_id: int, message: Any, topic: str) -> None:

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from workflows.contract import FINAL_STATUSES, Envelope, RunEvent
 from workflows.engine.closing import OpenWork
-from workflows.engine.events import DocumentEvent
+from workflows.engine.events import DocumentEvent, RoundEvent
 from workflows.models import ChatWorkflow
 
 from . import durable, recording
@@ -63,15 +63,22 @@ def run_end(workflow_id: int, status: str, reason: str = "") -> list[Envelope]:
         rows = workflow.events.filter(round=workflow.current_round)
         opened = OpenWork()
         announced: set[str] = set()
+        began = False
         for row in rows.order_by("seq"):
             envelope = Envelope.from_row(row)
             opened.add(envelope.event, at=envelope.at)
             if isinstance(envelope.event, DocumentEvent):
                 announced.add(envelope.event.document.id)
+            began |= isinstance(envelope.event, RoundEvent)
         ending = "stopped" if status == ChatWorkflow.Status.STOPPED else "failed"
+        # A round stopped before it began still has its record, as every other round does.
+        unbegun = RoundEvent(
+            round=workflow.current_round, status=ending, mode=workflow.mode, reason=reason
+        )
         closing = [
             *unannounced_documents(workflow, announced),
             *opened.closing(ending, reason, now=timezone.now()),
+            *([] if began else [unbegun]),
             RunEvent(  # type: ignore[arg-type]
                 round=workflow.current_round, status=status, reason=reason
             ),

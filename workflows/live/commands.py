@@ -33,7 +33,10 @@ class Send(Command):
 
     action: Literal["send"]
     text: str = Field(min_length=1, max_length=20_000)
-    documents: list[int] = Field(default_factory=list, max_length=50)
+    documents: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] = Field(
+        default_factory=list, max_length=100
+    )
+    """The uploads sent with it: as many as one upload takes (Django's 100 files)."""
     reruns: int | None = Field(default=None, ge=1)
     """Edit and resend: the earlier round this message runs again (with that round's uploads
     and only the history before it); that round stays as it was."""
@@ -65,6 +68,13 @@ class Steer(Command):
     action: Literal["steer"]
     text: str = Field(min_length=1, max_length=2_000)
 
+    @field_validator("text")
+    @classmethod
+    def _said_something(cls, text: str) -> str:
+        if not text.strip():
+            raise ValueError("the note is empty; write what the agent should take into account")
+        return text
+
 
 class Extend(Command):
     """Answer the loop's question at max steps: continue for `steps` more (0 stops).
@@ -88,7 +98,9 @@ class Approve(Command):
     """Approve or reject an action that waits for approval."""
 
     action: Literal["approve"]
-    approved: bool
+    approved: bool = Field(strict=True)
+    """true or false (a form's "1"/"0", "yes"/"no"…): anything else is refused, never read
+    as a rejection."""
 
 
 class Feedback(Command):
@@ -136,8 +148,13 @@ def coerce_form_values(content: dict[str, Any]) -> dict[str, Any]:
         values["documents"] = [documents] if documents else []
     if values.get("reruns") == "":
         values["reruns"] = None
-    if isinstance(values.get("approved"), str):
-        values["approved"] = values["approved"].lower() in {"1", "true", "yes", "on"}
+    approved = values.get("approved")
+    if isinstance(approved, str):  # the form's button values; anything else stays a string,
+        known = {"1": True, "true": True, "yes": True, "on": True}  # which pydantic refuses
+        known |= {"0": False, "false": False, "no": False, "off": False}
+        values["approved"] = known.get(approved.strip().lower(), approved)
+    elif type(approved) is int and approved in (0, 1):
+        values["approved"] = bool(approved)
     return values
 
 

@@ -44,6 +44,8 @@ CATCH_UP_GRACE_SECONDS = 0.5
 """How long events the database has and this viewer has not are given to arrive by
 themselves before they are replayed from the database."""
 
+RESUME_INTERVAL_SECONDS = 1.0
+RESUMING_TOO_OFTEN = "Resume at most once a second; the events after it are on their way."
 NOT_JSON = 'Command not understood — send a JSON text frame such as {"action": "stop"}.'
 NOT_AN_OBJECT = 'Command not understood — a command is a JSON object with an "action".'
 
@@ -110,10 +112,14 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode())
         self.format = "json" if query.get("format") == ["json"] else "html"
         try:
-            self.last_seq = max(0, int(query.get("after", ["0"])[0]))
+            after = max(0, int(query.get("after", ["0"])[0]))
         except ValueError:
             await self.close(code=CLOSE_BAD_REQUEST)
             return
+        # Past the end counts as the end: a seq the workflow has not reached yet would make
+        # every later event look old (the socket went silent).
+        self.last_seq = min(after, await stored_last_seq(self.workflow_id) or 0)
+        self.resumed = 0.0
         self.user = user
         self.session_key = getattr(self.scope.get("session"), "session_key", None) or ""
         if self.session_key:  # signing out closes this socket (see `session_ended`)
@@ -233,7 +239,7 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             return
         try:
             content = await self.decode_json(text_data)
-        except ValueError:  # json.JSONDecodeError, and a frame that is not UTF-8 text
+        except (ValueError, RecursionError):  # not JSON, not UTF-8 text, or nested too deep
             await self.send_notice(NOT_JSON, level="error")
             return
         if not isinstance(content, dict):
@@ -248,12 +254,30 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         except ValidationError as error:
             await self.send_notice(commands.describe(error), level="error")
             return
+        except RecursionError:
+            await self.send_notice(NOT_AN_OBJECT, level="error")
+            return
         if isinstance(command, commands.Resume):
-            async with self.ordered:
-                self.last_seq = command.after
-                await self.replay(upto=None)
+            await self.resume(command.after)
             return
         self.commands.put_nowait(command)
+
+    async def resume(self, after: int) -> None:
+        """Replay what came after `after`: once a second at most, and at most a fell-behind's
+        worth (a client further behind reconnects with `after`); each resume re-sends events,
+        so a client resuming in a loop without reading would fill the server's memory."""
+        now = time.monotonic()
+        if now - self.resumed < RESUME_INTERVAL_SECONDS:
+            await self.send_notice(RESUMING_TOO_OFTEN, level="error")
+            return
+        self.resumed = now
+        stored = await stored_last_seq(self.workflow_id) or 0
+        if stored - after > FELL_BEHIND_EVENTS:
+            await self.close(code=CLOSE_FELL_BEHIND)
+            return
+        async with self.ordered:
+            self.last_seq = min(after, stored)
+            await self.replay(upto=None)
 
     async def execute_commands(self) -> None:
         """Carry out the client's commands one after another, in the order sent, beside the

@@ -9,17 +9,21 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import sys
+from contextlib import suppress
 from pathlib import Path
 
+from channels.db import database_sync_to_async
 from dbos import DBOS
+from dbos._error import DBOSAwaitedWorkflowCancelledError
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from workflows import services
 from workflows.contract import Envelope
-from workflows.execution import durable, setup
+from workflows.execution import durable, launcher, settle, setup
 from workflows.execution.checkpoints import question_topic
 from workflows.execution.runner import OBSERVERS, start
 from workflows.models import ChatWorkflow
@@ -91,38 +95,71 @@ class Command(BaseCommand):
             raise CommandError("--extend must be between 0 and 50")
         self.answers = {"extend": extend, "approve": approve}
         self.sending: set[asyncio.Task] = set()
-        files = [Path(path) for path in document]
-        for path in files:
-            if not path.is_file():
-                raise CommandError(f"no such file: {path}")
+        self.asked = 0
+        files = read_files([Path(path) for path in document])  # before anything is stored
         owner = self.owner(user)
-        workflow = services.workflow_create(owner=owner, mode=mode, max_steps=max_steps)
-        uploads = [
-            services.document_upload(workflow=workflow, name=path.name, data=path.read_bytes())
-            for path in files
-        ]
-        workflow, message, opened = services.round_open(
-            workflow_id=workflow.pk,
-            owner=owner,
-            text=task,
-            document_ids=[upload.pk for upload in uploads],
-        )
-        self.print_event(opened)
-        OBSERVERS[workflow.pk] = self.print_event
-        status = asyncio.run(self.run_round(workflow.pk, message.round, message.pk))
+        # Until the round's loop listens for it, SIGTERM interrupts as Ctrl-C does.
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            workflow = services.workflow_create(owner=owner, mode=mode, max_steps=max_steps)
+            uploads = [
+                services.document_upload(workflow=workflow, name=name, data=data)
+                for name, data in files
+            ]
+            workflow, message, opened = services.round_open(
+                workflow_id=workflow.pk,
+                owner=owner,
+                text=task,
+                document_ids=[upload.pk for upload in uploads],
+            )
+            self.print_event(opened)
+            OBSERVERS[workflow.pk] = self.print_event
+            try:
+                status = asyncio.run(self.run_round(workflow.pk, message.round, message.pk))
+            except KeyboardInterrupt:  # before the loop could stop the run: it never started
+                for stored in settle.run_end(
+                    workflow.pk, ChatWorkflow.Status.STOPPED, INTERRUPTED_BEFORE_START
+                ):
+                    self.print_event(stored)
+                status = ChatWorkflow.Status.STOPPED
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         if status != ChatWorkflow.Status.COMPLETED:
             sys.exit(1)
 
     async def run_round(self, workflow_id: int, round: int, message_id: int) -> str:
         """Run the round durably in this process (its own executor: a run cut off here is
-        taken over by the app after POWERON_FAILOVER_SECONDS)."""
+        taken over by the app after POWERON_FAILOVER_SECONDS). Ctrl-C or SIGTERM stops the
+        run as the page's Stop does (what it did is kept); so does a Stop in the app."""
+        interrupted = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, interrupted.set)
         await setup.warm_up()
         await durable.launch(queues=[], executor_id=f"cli-{socket.gethostname()}-{os.getpid()}")
         try:
+            if interrupted.is_set():
+                for stored in await database_sync_to_async(settle.run_end)(
+                    workflow_id, ChatWorkflow.Status.STOPPED, INTERRUPTED_BEFORE_START
+                ):
+                    self.print_event(stored)
+                return ChatWorkflow.Status.STOPPED
             handle = await start(workflow_id, round, message_id, queued=False)
-            return await handle.get_result()
+            stopper = asyncio.create_task(self.stop_when(interrupted, workflow_id))
+            try:
+                return await handle.get_result()
+            except DBOSAwaitedWorkflowCancelledError:  # stopped, here or in the app
+                return await launcher.wait_for(workflow_id) or ChatWorkflow.Status.STOPPED
+            finally:
+                stopper.cancel()
         finally:
             DBOS.destroy()
+
+    async def stop_when(self, interrupted: asyncio.Event, workflow_id: int) -> None:
+        """Stop the run once interrupted (a second interrupt changes nothing)."""
+        await interrupted.wait()
+        with suppress(launcher.CommandRefused):
+            await launcher.request_stop(workflow_id=workflow_id)
 
     def owner(self, username: str | None):
         User = get_user_model()
@@ -143,14 +180,36 @@ class Command(BaseCommand):
             return
         if data.type == "ask":
             kind, number = "extend", data.stepsDone
+            self.asked += 1
         elif data.type == "approval":
             kind, number = "approve", data.action
         else:
             return
-        topic = question_topic(kind, data.task, number)
+        topic = question_topic(kind, data.task, number, asked=self.asked)
         run = durable.round_id(event.workflow, data.round)
         sent = asyncio.get_running_loop().create_task(
             DBOS.send_async(run, self.answers[kind], topic)
         )
         self.sending.add(sent)  # keep a reference until it is sent
         sent.add_done_callback(self.sending.discard)
+
+
+INTERRUPTED_BEFORE_START = "Interrupted before it started."
+
+
+def read_files(paths: list[Path]) -> list[tuple[str, bytes]]:
+    """Each file's name and bytes; one that is missing or cannot be read is a bad argument
+    (exit 2), and nothing is stored."""
+    files = []
+    for path in paths:
+        if not path.is_file():
+            raise CommandError(f"no such file: {path}")
+        try:
+            files.append((path.name, path.read_bytes()))
+        except OSError as error:
+            raise CommandError(f"cannot read {path}: {error.strerror or error}") from None
+    return files
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
