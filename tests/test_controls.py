@@ -146,6 +146,32 @@ async def test_declining_to_extend_stops_the_task_with_its_reason(alice, model, 
     await communicator.disconnect()
 
 
+async def test_a_second_answer_to_a_question_never_answers_the_next_one(alice, model):
+    """Two tabs answer the step-limit question ("stop here", then "3 more"): the first
+    counts; when the retried task reaches its limit again, that question waits for its own
+    answer (the leftover "3 more" answered it at once, and three unasked steps ran)."""
+    workflow, upload = await workflow_with_upload(alice, max_steps=1)
+    model.add(
+        taskplan("Summarise"), *extract_step(UPLOAD), cont(), review("retry", ["Again."]),
+        *extract_step(UPLOAD), cont(), review("failed"), "Partial.",
+    )  # fmt: skip
+    communicator = await start(alice, workflow, upload)
+    await receive_until(communicator, lambda e: e["type"] == "ask")
+    await communicator.send_json_to({"action": "extend", "steps": 0, "answer": "stop"})
+    await communicator.send_json_to({"action": "extend", "steps": 3})
+    second = await receive_until(
+        communicator, lambda e: e["type"] == "ask" and e["payload"]["status"] == "waiting"
+    )
+    assert [e["payload"]["status"] for e in second if e["type"] == "ask"][-1] == "waiting"
+    assert await communicator.receive_nothing(timeout=1.0)  # nobody answered it: it waits
+    await communicator.send_json_to({"action": "extend", "steps": 0})
+    events = await receive_until(communicator, is_final)
+    asked = [e["payload"] for e in events if e["type"] == "ask"]
+    assert asked[0]["status"] == "answered" and asked[0]["granted"] == 0
+    model.assert_complete()
+    await communicator.disconnect()
+
+
 @pytest.mark.parametrize("approved", [True, False])
 async def test_actions_needing_approval_wait_for_the_user(alice, model, settings, approved):
     """An action configured for approval waits; approved it runs, rejected it fails visibly."""
