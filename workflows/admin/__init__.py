@@ -43,6 +43,15 @@ from .timeline import (
 RUNNING_NOT_DELETED = "This workflow is running; stop it before deleting it."
 
 
+def guarded_delete(actions: dict, guarded) -> dict:
+    """An admin's actions with Django's "delete selected" replaced by `guarded` (same name
+    and description), which refuses while a run is going."""
+    if "delete_selected" in actions:
+        _, name, description = actions["delete_selected"]
+        actions["delete_selected"] = (guarded, name, description)
+    return actions
+
+
 @admin.action(permissions=["delete"], description="Delete selected chat workflows")
 def delete_unless_running(modeladmin, request, queryset):
     """Django's delete action (its confirmation page included), refused with nothing deleted
@@ -134,11 +143,7 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
         return redirect("admin:workflows_chatworkflow_change", workflow.pk)
 
     def get_actions(self, request):
-        actions = super().get_actions(request)
-        if "delete_selected" in actions:
-            _, name, description = actions["delete_selected"]
-            actions["delete_selected"] = (delete_unless_running, name, description)
-        return actions
+        return guarded_delete(super().get_actions(request), delete_unless_running)
 
     def delete_model(self, request, obj: ChatWorkflow) -> None:
         from asgiref.sync import async_to_sync
@@ -437,8 +442,4 @@ class SecretSafeUserAdmin(SecretSafeAdmin, UserAdmin):
         return super().delete_view(request, object_id, extra_context)
 
     def get_actions(self, request):
-        actions = super().get_actions(request)
-        if "delete_selected" in actions:
-            _, name, description = actions["delete_selected"]
-            actions["delete_selected"] = (delete_users_unless_running, name, description)
-        return actions
+        return guarded_delete(super().get_actions(request), delete_users_unless_running)

@@ -23,6 +23,13 @@ from workflows.live import broadcast
 from workflows.models import ChatMessage
 
 
+def not_blank(text: str, why: str) -> str:
+    """A text that says something (not only spaces and line breaks), else `why`."""
+    if not text.strip():
+        raise ValueError(why)
+    return text
+
+
 class Command(BaseModel):
     # HTMX's ws-send adds a HEADERS object to every message; it is not ours to validate.
     model_config = ConfigDict(extra="ignore")
@@ -41,12 +48,9 @@ class Send(Command):
     """Edit and resend: the earlier round this message runs again (with that round's uploads
     and only the history before it); that round stays as it was."""
 
-    @field_validator("text")
-    @classmethod
-    def _said_something(cls, text: str) -> str:
-        if not text.strip():
-            raise ValueError("the message is empty; write what the agent should do")
-        return text
+    _said_something = field_validator("text")(
+        lambda text: not_blank(text, "the message is empty; write what the agent should do")
+    )
 
 
 class Regenerate(Command):
@@ -68,12 +72,11 @@ class Steer(Command):
     action: Literal["steer"]
     text: str = Field(min_length=1, max_length=2_000)
 
-    @field_validator("text")
-    @classmethod
-    def _said_something(cls, text: str) -> str:
-        if not text.strip():
-            raise ValueError("the note is empty; write what the agent should take into account")
-        return text
+    _said_something = field_validator("text")(
+        lambda text: not_blank(
+            text, "the note is empty; write what the agent should take into account"
+        )
+    )
 
 
 class Extend(Command):
