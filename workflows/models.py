@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.conf import settings
@@ -65,6 +66,13 @@ class ChatWorkflow(models.Model):
     heartbeat = models.DateTimeField(
         null=True, blank=True, help_text="Last sign of life of the run (to find cut-off runs)."
     )
+    run_id = models.UUIDField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="The current round's durable run, new for every round: no other round, in "
+        "this database or another, has it. Empty for rounds opened before run ids existed.",
+    )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -85,6 +93,26 @@ class ChatWorkflow(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE_STATUSES
+
+
+class Installation(models.Model):
+    """This app database's identity, made once: the names of its processes in the durable
+    runtime carry it, so a run state database shared with another app database (or kept
+    across a reset of this one) never hands this one's processes another's runs."""
+
+    key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"Installation {self.key}"
+
+    @classmethod
+    def current(cls) -> Installation:
+        """The identity, created on first use (a fresh or emptied database has none)."""
+        found = cls.objects.order_by("pk").first()
+        if found is None:
+            found, _ = cls.objects.get_or_create(pk=1)
+        return found
 
 
 class ChatMessage(models.Model):
