@@ -146,8 +146,27 @@ async def execute_action(
     where = step.position()
     label = result_label(ctx.round, step.task.number, step.action, "results")
     params = call.prepared.values
+    try:  # before any approval: the user approves the documents it will really read
+        documents = resolve_references(call.references, ctx.store.index())
+    except ReferenceNotFound as error:
+        yield ErrorEvent(**where, kind="reference", message=str(error))
+        out.value = build_observation(
+            ActionResult(success=False, error=str(error)), label, ctx.state.caps
+        )
+        async for event in record_step(ctx, step, call, out.value, status="failed"):
+            yield event
+        return
+    connection = call.connection or own_connection(ctx, call.name)
     if needs_approval(ctx.state.policy, call.name):
-        yield ApprovalEvent(**where, method=call.name, parameters=params, status="waiting")
+        asked = ApprovalEvent(
+            **where,
+            method=call.name,
+            parameters=params,
+            status="waiting",
+            documents=documents,
+            connection=connection,
+        )
+        yield asked
         answer = ctx.controls.approve(
             action=call.name,
             parameters=params,
@@ -157,7 +176,7 @@ async def execute_action(
         )
         approved = await ctx.wait_for_user(answer)
         decided = {True: "approved", False: "rejected", None: "cancelled"}[approved]
-        yield ApprovalEvent(**where, method=call.name, parameters=params, status=decided)  # type: ignore[arg-type]
+        yield asked.model_copy(update={"status": decided})
         if not approved:
             reason = (
                 f"{call.name} was rejected by the user."
@@ -171,18 +190,7 @@ async def execute_action(
             async for event in record_step(ctx, step, call, out.value, status=status):
                 yield event
             return
-    try:
-        documents = resolve_references(call.references, ctx.store.index())
-    except ReferenceNotFound as error:
-        yield ErrorEvent(**where, kind="reference", message=str(error))
-        out.value = build_observation(
-            ActionResult(success=False, error=str(error)), label, ctx.state.caps
-        )
-        async for event in record_step(ctx, step, call, out.value, status="failed"):
-            yield event
-        return
     metered = MeteredLLM(ctx.llm)
-    connection = call.connection or own_connection(ctx, call.name)
     action_ctx = ActionContext(
         documents=documents,
         store=ctx.store,

@@ -320,6 +320,11 @@ class ApprovalEvent(BaseEvent):
     first."""
     reason: str = ""
     """Why it was cancelled when the run ended first (stopped, failed); empty otherwise."""
+    documents: list[DocumentRef] = Field(default_factory=list)
+    """The documents the action will read (its references, resolved), so the user approves
+    what it will use."""
+    connection: str | None = None
+    """The connection it will run with, by label (never the secret)."""
 
 
 Event = Annotated[
