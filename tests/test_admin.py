@@ -34,6 +34,7 @@ def test_admin_pages_carry_the_products_icon(admin_client):
 def test_workflow_list_shows_steps_and_tokens(admin_client, alice):
     """The workflow list shows owner, mode, status, the number of steps and tokens."""
     workflow = workflow_with_history(alice)
+    recording.record(workflow.pk, StepEvent(round=1, task=1, action=1, status="success", step=1))
     workflow.prompt_tokens, workflow.completion_tokens = 1200, 300
     workflow.save()
     page = admin_client.get(reverse("admin:workflows_chatworkflow_changelist")).content.decode()

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Exists, Func, OuterRef, Q, QuerySet, TextField, Value
+from django.db.models import (
+    Count,
+    Exists,
+    Func,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    TextField,
+    Value,
+)
+from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
@@ -66,10 +78,26 @@ def workflow_get(*, user, workflow_id: int) -> ChatWorkflow:
     return get_object_or_404(ChatWorkflow, pk=workflow_id, owner=user)
 
 
+def finished_steps(events: QuerySet[Any] | None = None) -> QuerySet[Any]:
+    """The closing events of steps among `events` (every event by default): one per step
+    that ended, whether it succeeded, failed, was rejected or was stopped."""
+    events = WorkflowEvent.objects.all() if events is None else events
+    return events.filter(type="step").exclude(payload__status="started")
+
+
 def workflow_with_step_count() -> QuerySet[ChatWorkflow]:
-    """Workflows annotated with how many actions they ran (for admin lists)."""
+    """Workflows annotated with how many steps ended in them (for admin lists): the steps
+    `finished_steps` lists, not the action messages (a stopped or rejected step has none)."""
+    counted = (
+        finished_steps()
+        .filter(workflow=OuterRef("pk"))
+        .order_by()
+        .values("workflow")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
     return ChatWorkflow.objects.annotate(
-        step_count=Count("messages", filter=Q(messages__role=ChatMessage.Role.ACTION))
+        step_count=Coalesce(Subquery(counted, output_field=IntegerField()), 0)
     )
 
 

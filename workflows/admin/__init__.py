@@ -301,11 +301,13 @@ class StepRecordAdmin(SecretSafeAdmin):
     )
     search_fields = ("workflow__title", "payload__method")
     list_select_related = ("workflow",)
-    ordering = ("-workflow", "seq")
+    # Newest workflow first, then each step in its place; by the workflow's id, as "-workflow"
+    # would sort by the workflow's own ordering (its last update, oldest first).
+    ordering = ("-workflow_id", "round", "task", "action", "seq")
 
     def get_queryset(self, request):
-        steps = super().get_queryset(request).filter(type="step")
-        return steps.exclude(payload__status="started")
+        # The steps the workflow list counts (its Steps column), by the same definition.
+        return selectors.finished_steps(super().get_queryset(request))
 
     def has_add_permission(self, request) -> bool:
         return False
