@@ -88,7 +88,7 @@ async def steps_of_a_round(var_dir: str) -> tuple[int, int]:
     workflow, message, _ = await sync_to_async(open_round)()
     await durable.launch()
     try:
-        handle = await runner.start(workflow.pk, message.round, message.pk, queued=False)
+        handle = await runner.start(durable.RunRef.of(workflow), message.pk, queued=False)
         await handle.get_result(polling_interval_sec=0.01)
         recorded = await DBOS.list_workflow_steps_async(handle.get_workflow_id())
         return len(recorded), STEPS

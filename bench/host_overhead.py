@@ -258,7 +258,7 @@ async def runner_round(owner: Any, steps: int) -> dict[str, Any]:
     from channels.layers import get_channel_layer
 
     from workflows import services
-    from workflows.execution import runner
+    from workflows.execution import durable, runner
     from workflows.live import broadcast
     from workflows.models import ChatWorkflow
 
@@ -283,7 +283,7 @@ async def runner_round(owner: Any, steps: int) -> dict[str, Any]:
 
     viewer = asyncio.create_task(drain())
     started = time.perf_counter()
-    handle = await runner.start(workflow.pk, message.round, message.pk, queued=False)
+    handle = await runner.start(durable.RunRef.of(workflow), message.pk, queued=False)
     status = await handle.get_result(polling_interval_sec=0.005)
     seconds = time.perf_counter() - started
     await asyncio.sleep(0)  # let the viewer take the last event

@@ -173,6 +173,7 @@ def test_quiet_runs_are_found_and_show_their_durable_state(admin_client, alice):
     assert "Quiet one" in page and "Live one" not in page
     change = admin_client.get(reverse("admin:workflows_chatworkflow_change", args=[quiet.pk]))
     assert "none (never started" in change.content.decode()
+    assert f"poweron-{quiet.pk}-round-1" in change.content.decode()  # the id DBOS would hold
 
 
 def test_steps_and_model_calls_show_cached_tokens(admin_client, alice):

@@ -142,7 +142,7 @@ async def test_settling_leaves_a_round_the_durable_runtime_will_run(alice, media
         message = await database_sync_to_async(services.message_create)(
             workflow=queued, role="user", content="wait", round=1
         )
-        await runner.start(queued.pk, 1, message.pk, queued=True)
+        await runner.start(durable.RunRef(queued.pk, 1), message.pk, queued=True)
         settled = await database_sync_to_async(settle.cut_off_runs)()
         assert list(settled) == [orphan.pk]
         await queued.arefresh_from_db()
@@ -212,10 +212,11 @@ async def test_a_round_a_worker_just_took_after_a_long_wait_does_not_make_it_loo
     await durable.launch(queues=[])  # this process ("local") takes nothing from the queue
     try:
         workflow = await database_sync_to_async(services.workflow_create)(owner=alice)
-        _, message, _ = await database_sync_to_async(services.round_open)(
+        workflow, message, _ = await database_sync_to_async(services.round_open)(
             workflow_id=workflow.pk, owner=alice, text="Go", document_ids=[], queued=True
         )
-        await runner.start(workflow.pk, 1, message.pk, queued=True)
+        run = durable.RunRef.of(workflow)
+        await runner.start(run, message.pk, queued=True)
         waited = timezone.now() - timedelta(seconds=120)
         await ChatWorkflow.objects.filter(pk=workflow.pk).aupdate(heartbeat=waited)
         engine = sa.create_engine(durable.system_database_url())
@@ -228,7 +229,7 @@ async def test_a_round_a_worker_just_took_after_a_long_wait_does_not_make_it_loo
                         "UPDATE workflow_status SET status = 'PENDING', executor_id = "
                         "'worker-1', updated_at = :at WHERE workflow_uuid = :id"
                     ),
-                    {"at": at_ms, "id": durable.round_id(workflow.pk, 1)},
+                    {"at": at_ms, "id": run.dbos_id},
                 )
 
         now_ms = int(timezone.now().timestamp() * 1000)

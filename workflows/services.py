@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 import re
+import uuid
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -247,6 +248,7 @@ def round_open(
                 status=ChatWorkflow.Status.QUEUED if queued else ChatWorkflow.Status.RUNNING,
                 status_reason="",
                 current_round=F("current_round") + 1,
+                run_id=uuid.uuid4(),  # the round's durable run: never one of another round
                 current_task=0,
                 current_action=0,
                 updated=timezone.now(),  # update() skips auto_now; the sidebar sorts by it

@@ -173,12 +173,13 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
 
     @admin.display(description="Durable state of the current round")
     def durable_state(self, workflow: ChatWorkflow) -> str:
-        """What DBOS holds for the round: PENDING resumes, ENQUEUED waits for a worker."""
+        """What DBOS holds for the round (PENDING resumes, ENQUEUED waits for a worker),
+        under which id."""
         if not workflow.current_round:
             return "—"
-        states = durable.statuses([(workflow.pk, workflow.current_round)])
-        state = states.get((workflow.pk, workflow.current_round))
-        return state or "none (never started, or the system database was reset)"
+        run = durable.RunRef.of(workflow)
+        state = durable.statuses([run]).get(run)
+        return f"{state or 'none (never started, or the run state was reset)'} — {run.dbos_id}"
 
     @admin.display(description="Steps", ordering="step_count")
     def steps(self, workflow: ChatWorkflow) -> int:

@@ -18,26 +18,35 @@ import sys
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from dbos import DBOS, DBOSClient, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowCancelledError
 from dbos._serialization import DBOSPortableJSON
 from django.conf import settings
 from django.utils import timezone
 
-from workflows.models import ChatWorkflow
+from workflows.models import ChatWorkflow, Installation
 
 from . import setup
 
 logger = logging.getLogger(__name__)
 
 ROUNDS_QUEUE = "poweron-rounds"
-"""Where worker-mode rounds wait for a `run_workers` process."""
+"""Where worker-mode rounds wait for a `run_workers` process: named in `launch(queues=…)`, it
+stands for this app database's own queue (`rounds_queue()`) and the shared one that rounds
+enqueued before run ids existed wait on."""
 RESUMABLE = ("PENDING", "ENQUEUED", "DELAYED")
 """DBOS states of a run that will still run: never settle it."""
+
+INSTALLATION = ""
+"""A short form of this app database's identity, read when DBOS launches in this process."""
+EXECUTOR = ""
+"""This process's name in DBOS once launched: its executor id qualified by the installation."""
 
 RUNNERS: dict[str, Any] = {}
 """The runner of each round this process executes (by DBOS workflow id), to stop it at once."""
@@ -45,7 +54,7 @@ RUNNERS: dict[str, Any] = {}
 
 def system_database_url(database: dict[str, Any] | None = None) -> str:
     """Where DBOS keeps its checkpoints: POWERON_DBOS_DATABASE_URL, else PostgreSQL's app
-    database (own schema) when the app runs on it, else SQLite under POWERON_VAR_DIR
+    database (own schema) when the app runs on it, else a SQLite file beside the app's
     (`database`: the app's database settings, the default one's when not given)."""
     if settings.POWERON_DBOS_DATABASE_URL:
         return settings.POWERON_DBOS_DATABASE_URL
@@ -64,7 +73,17 @@ def system_database_url(database: dict[str, Any] | None = None) -> str:
             query={k: str(v) for k, v in options.items() if isinstance(v, str | int)},
         )
         return url.render_as_string(hide_password=False)
-    return f"sqlite:///{Path(settings.VAR_DIR) / 'dbos.sqlite'}"
+    return f"sqlite:///{sqlite_run_state(Path(database['NAME']))}"
+
+
+def sqlite_run_state(app_database: Path) -> Path:
+    """The run state of a SQLite app database: a file beside it named after it
+    (`db.sqlite3` → `db.sqlite3-dbos.sqlite`), so that the two are reset, copied and
+    switched together. An install from before keeps its `dbos.sqlite` while it has one."""
+    earlier = Path(settings.VAR_DIR) / "dbos.sqlite"
+    paired = app_database.with_name(f"{app_database.name}-dbos.sqlite")
+    default = app_database == Path(settings.VAR_DIR) / "db.sqlite3"
+    return earlier if default and earlier.exists() and not paired.exists() else paired
 
 
 def redacted_url(url: str) -> str:
@@ -98,20 +117,58 @@ def config(*, executor_id: str | None = None) -> dict[str, Any]:
 
 async def launch(*, queues: Iterable[str] | None = None, executor_id: str | None = None) -> None:
     """Start DBOS in the running event loop (recovered runs resume in it). `queues` are the
-    queues this process executes (None: every queue; web processes in worker mode: none).
+    queues this process executes (None: every queue; web processes in worker mode: none;
+    `ROUNDS_QUEUE` stands for this database's rounds). The process's executor id is
+    qualified by the app database's identity, so DBOS recovers only this database's runs.
     The round workflow must be registered first: import `runner` before calling this."""
-    DBOS(config=config(executor_id=executor_id))  # type: ignore[arg-type]
+    global INSTALLATION, EXECUTOR
+    INSTALLATION = (await sync_to_async(Installation.current)()).key.hex[:12]
+    plain = executor_id or settings.POWERON_EXECUTOR_ID
+    EXECUTOR = f"{plain}@{INSTALLATION}"
+    DBOS(config=config(executor_id=EXECUTOR))  # type: ignore[arg-type]
     if queues is not None:
-        DBOS.listen_queues(list(queues))
+        DBOS.listen_queues([name for queue in queues for name in _queue_names(queue)])
     DBOS.launch()
     logging.getLogger("dbos").addFilter(_stops_are_not_errors)
-    await DBOS.register_queue_async(
-        ROUNDS_QUEUE,
-        worker_concurrency=settings.POWERON_WORKER_CONCURRENCY,
-        polling_interval_sec=settings.POWERON_QUEUE_POLL_SECONDS,
+    for name in _queue_names(ROUNDS_QUEUE):
+        await DBOS.register_queue_async(
+            name,
+            worker_concurrency=settings.POWERON_WORKER_CONCURRENCY,
+            polling_interval_sec=settings.POWERON_QUEUE_POLL_SECONDS,
+        )
+    logger.info("DBOS launched: executor %s, version %s", EXECUTOR, settings.POWERON_APP_VERSION)
+    await resume_earlier_runs(plain)
+
+
+def rounds_queue() -> str:
+    """The queue this app database's worker-mode rounds wait on (DBOS launched)."""
+    assert INSTALLATION, "DBOS is not launched in this process"
+    return f"{ROUNDS_QUEUE}-{INSTALLATION}"
+
+
+def _queue_names(queue: str) -> list[str]:
+    return [rounds_queue(), ROUNDS_QUEUE] if queue == ROUNDS_QUEUE else [queue]
+
+
+async def resume_earlier_runs(plain_executor: str) -> None:
+    """Resume this database's rounds that this process was running under its name of
+    before run ids (an upgrade in the middle of a run): DBOS's own recovery looks for the
+    qualified name only. Rounds with run ids are never touched here."""
+    runs = [
+        RunRef(pk, round)
+        async for pk, round in ChatWorkflow.objects.filter(
+            status__in=ChatWorkflow.ACTIVE_STATUSES, run_id__isnull=True, current_round__gt=0
+        ).values_list("pk", "current_round")
+    ]
+    if not runs:
+        return
+    found = await DBOS.list_workflows_async(
+        workflow_ids=[run.dbos_id for run in runs], load_input=False, load_output=False
     )
-    who = executor_id or settings.POWERON_EXECUTOR_ID
-    logger.info("DBOS launched: executor %s, version %s", who, settings.POWERON_APP_VERSION)
+    for item in found:
+        if item.status == "PENDING" and item.executor_id == plain_executor:
+            logger.info("resuming %s, begun before run ids", item.workflow_id)
+            await DBOS.resume_workflow_async(item.workflow_id, queue_name=item.queue_name)
 
 
 @DBOS.workflow(name="poweron.warm_up")
@@ -188,31 +245,66 @@ def launch_with_daphne(watch: Callable[[], Awaitable[None]]) -> None:
     reactor.callWhenRunning(lambda: reactor.callLater(0, begin))  # type: ignore[attr-defined]
 
 
-def round_id(workflow_id: int, round: int) -> str:
-    """The DBOS workflow id of a round: deterministic, so a restart finds it again."""
-    return f"poweron-{workflow_id}-round-{round}"
+@dataclass(frozen=True)
+class RunRef:
+    """One round's durable run: the workflow, the round's number and the run's own id,
+    drawn when the round opened (None for rounds opened before run ids existed)."""
+
+    workflow_id: int
+    round: int
+    run_id: uuid.UUID | None = None
+
+    @classmethod
+    def of(cls, workflow: ChatWorkflow) -> RunRef:
+        """The run of the workflow's current round."""
+        return cls(workflow.pk, workflow.current_round, workflow.run_id)
+
+    @property
+    def dbos_id(self) -> str:
+        """The DBOS workflow id: readable, and unique for all time by its run id, so no reset,
+        restore or other app database can meet a round of another's (or its finished
+        state) under it. Without a run id: the id rounds had before, for the ones in flight."""
+        legacy = f"poweron-{self.workflow_id}-round-{self.round}"
+        return legacy if self.run_id is None else f"{legacy}-{self.run_id.hex}"
 
 
-async def status(workflow_id: int, round: int) -> str | None:
+async def current(workflow_id: int) -> RunRef:
+    """The run of a workflow's current round."""
+    round, run_id = await ChatWorkflow.objects.values_list("current_round", "run_id").aget(
+        pk=workflow_id
+    )
+    return RunRef(workflow_id, round, run_id)
+
+
+def belongs_here(dbos_id: str, workflow_id: int, message_id: int) -> bool:
+    """Whether a round DBOS runs is this app database's current round of that workflow: a
+    run recovered from a run state database that outlived its app database (reset,
+    restored, or shared with another) is not, and must touch nothing here."""
+    workflow = ChatWorkflow.objects.filter(pk=workflow_id).first()
+    if workflow is None or RunRef.of(workflow).dbos_id != dbos_id:
+        return False
+    return workflow.messages.filter(pk=message_id, round=workflow.current_round).exists()
+
+
+async def status(run: RunRef) -> str | None:
     """DBOS's state of a round (PENDING, ENQUEUED, SUCCESS, CANCELLED, ERROR…), or None."""
-    found = await DBOS.get_workflow_status_async(round_id(workflow_id, round))
+    found = await DBOS.get_workflow_status_async(run.dbos_id)
     return found.status if found else None
 
 
-async def cancel(workflow_id: int, round: int) -> None:
+async def cancel(run: RunRef) -> None:
     """Stop a round for good: cancelled in the system database first (so no process ever
     resumes it), then its task here, so the model call or tool in flight stops now."""
-    dbos_id = round_id(workflow_id, round)
-    await DBOS.cancel_workflow_async(dbos_id)
-    runner = RUNNERS.get(dbos_id)
+    await DBOS.cancel_workflow_async(run.dbos_id)
+    runner = RUNNERS.get(run.dbos_id)
     if runner is not None:
         runner.stop()
 
 
-def cancel_now(workflow_id: int, round: int) -> None:
+def cancel_now(run: RunRef) -> None:
     """Cancel a round in the system database without DBOS launched (for `settle_runs`)."""
     with _client() as client:
-        client.cancel_workflow(round_id(workflow_id, round))
+        client.cancel_workflow(run.dbos_id)
 
 
 @contextmanager
@@ -235,11 +327,11 @@ def is_launched() -> bool:
     return instance is not None and instance._launched
 
 
-def statuses(rounds: Iterable[tuple[int, int]]) -> dict[tuple[int, int], str]:
+def statuses(runs: Iterable[RunRef]) -> dict[RunRef, str]:
     """DBOS's states of several rounds: through this process's DBOS when it is launched (the
     watch of every process asks every few seconds), else through a client of its own (for
     `settle_runs`, which does not launch DBOS)."""
-    wanted = {round_id(*pair): pair for pair in rounds}
+    wanted = {run.dbos_id: run for run in runs}
     if not wanted:
         return {}
     options: dict[str, Any] = {"load_input": False, "load_output": False}
@@ -284,7 +376,7 @@ async def take_over_dead_executors() -> None:
     """Fail over the runs of a process that died and did not come back: a run whose
     heartbeat is older than POWERON_FAILOVER_SECONDS and that DBOS still holds as pending on
     another executor is put back on its queue, where a live process takes it."""
-    dead = await dead_executors(exclude=settings.POWERON_EXECUTOR_ID)
+    dead = await dead_executors(exclude=EXECUTOR)
     if dead:
         logger.warning("Taking over the runs of executors %s", sorted(dead))
         await asyncio.to_thread(DBOS._recover_pending_workflows, sorted(dead))
@@ -299,10 +391,10 @@ async def dead_executors(*, exclude: str) -> set[str]:
     cutoff_ms = cutoff.timestamp() * 1000
     quiet = ChatWorkflow.objects.filter(
         status__in=ChatWorkflow.ACTIVE_STATUSES, heartbeat__lt=cutoff
-    ).values_list("pk", "current_round")
+    ).values_list("pk", "current_round", "run_id")
     dead = set()
-    async for workflow_id, round in quiet:
-        found = await DBOS.get_workflow_status_async(round_id(workflow_id, round))
+    async for workflow_id, round, run_id in quiet:
+        found = await DBOS.get_workflow_status_async(RunRef(workflow_id, round, run_id).dbos_id)
         if not found or found.status != "PENDING" or found.executor_id in (None, exclude):
             continue
         if (found.updated_at or 0) < cutoff_ms:

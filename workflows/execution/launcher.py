@@ -55,7 +55,7 @@ async def start_round(
     if queued:  # said before the round is on the queue, where a worker may take it at once
         waiting = await database_sync_to_async(queued_record)(workflow.pk, message.round)
         await broadcast.broadcast(waiting)
-    await runner.start(workflow.pk, message.round, message.pk, queued=queued)
+    await runner.start(durable.RunRef.of(workflow), message.pk, queued=queued)
 
 
 def queued_record(workflow_id: int, round: int) -> Envelope:
@@ -108,13 +108,13 @@ async def request_stop(*, workflow_id: int) -> None:
         raise CommandRefused(
             "The run has already stopped." if stopped else "Nothing is running in this workflow."
         )
-    round = await current_round(workflow_id)
+    run = await durable.current(workflow_id)
     # Viewers see "stopping" at once, before the run has wound down.
     if marked and (stopping := await database_sync_to_async(stopping_record)(workflow_id)):
         await broadcast.broadcast(stopping)
-    state = await durable.status(workflow_id, round)
+    state = await durable.status(run)
     if state is not None:
-        await durable.cancel(workflow_id, round)  # the system database first: never resumed
+        await durable.cancel(run)  # the system database first: never resumed
     await broadcast.send_control(workflow_id, {"action": "stop"})  # the task, wherever it runs
     if state in ("ENQUEUED", "DELAYED"):  # never started: no run will end it
         for stored in await database_sync_to_async(settle.run_end)(
@@ -151,12 +151,8 @@ async def answer(*, workflow_id: int, kind: str, value: Any) -> None:
 async def _send(workflow_id: int, message: Any, topic: str) -> None:
     if not await is_active(workflow_id=workflow_id):
         raise CommandRefused("Nothing is running in this workflow.")
-    round = await current_round(workflow_id)
-    await DBOS.send_async(durable.round_id(workflow_id, round), message, topic)
-
-
-async def current_round(workflow_id: int) -> int:
-    return await ChatWorkflow.objects.values_list("current_round", flat=True).aget(pk=workflow_id)
+    run = await durable.current(workflow_id)
+    await DBOS.send_async(run.dbos_id, message, topic)
 
 
 async def is_active(*, workflow_id: int) -> bool:

@@ -48,22 +48,29 @@ OBSERVERS: dict[int, Callable[[Envelope], None]] = {}
 """Per workflow, a function called with each stored event (the command line prints them)."""
 
 
+FOREIGN = "not this database's round"
+"""What a run recovered from another app database's run state returns, having done nothing."""
+
+
 @DBOS.workflow(name="poweron.round")
 async def round_workflow(workflow_id: int, message_id: int) -> str:
-    """One round of a workflow, durable: recovered from its last completed step."""
+    """One round of a workflow, durable: recovered from its last completed step. A run that
+    is not this app database's current round of the workflow touches nothing here."""
+    dbos_id = DBOS.workflow_id or ""
+    if not await database_sync_to_async(durable.belongs_here)(dbos_id, workflow_id, message_id):
+        logger.warning("run %s is not a round of this app database: left alone", dbos_id)
+        return FOREIGN
     return await RoundRunner(workflow_id, message_id).execute()
 
 
-async def start(
-    workflow_id: int, round: int, message_id: int, *, queued: bool
-) -> WorkflowHandleAsync[str]:
+async def start(run: durable.RunRef, message_id: int, *, queued: bool) -> WorkflowHandleAsync[str]:
     """Run a round durably: in this process, or on the queue for `run_workers` processes."""
-    with SetWorkflowID(durable.round_id(workflow_id, round)):
+    with SetWorkflowID(run.dbos_id):
         if queued:
             return await DBOS.enqueue_workflow_async(
-                durable.ROUNDS_QUEUE, round_workflow, workflow_id, message_id
+                durable.rounds_queue(), round_workflow, run.workflow_id, message_id
             )
-        return await DBOS.start_workflow_async(round_workflow, workflow_id, message_id)
+        return await DBOS.start_workflow_async(round_workflow, run.workflow_id, message_id)
 
 
 class RoundRunner:

@@ -105,13 +105,13 @@ def cut_off_runs(*, older_than_seconds: int | None = None) -> dict[int, list[Env
         cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
         active = active.filter(Q(heartbeat__lt=cutoff) | Q(heartbeat__isnull=True))
     workflows = list(active)
-    states = durable.statuses((w.pk, w.current_round) for w in workflows)
+    states = durable.statuses(durable.RunRef.of(w) for w in workflows)
     settled = {}
     for workflow in workflows:
-        state = states.get((workflow.pk, workflow.current_round))
+        state = states.get(durable.RunRef.of(workflow))
         if workflow.status == ChatWorkflow.Status.STOPPING:
             if state in durable.RESUMABLE:
-                durable.cancel_now(workflow.pk, workflow.current_round)
+                durable.cancel_now(durable.RunRef.of(workflow))
             settled[workflow.pk] = run_end(workflow.pk, ChatWorkflow.Status.STOPPED)
         elif state not in durable.RESUMABLE:
             reason = CUT_OFF_REASONS.get(state or "", CUT_OFF_REASON)

@@ -115,7 +115,8 @@ class Command(BaseCommand):
             self.print_event(opened)
             OBSERVERS[workflow.pk] = self.print_event
             try:
-                status = asyncio.run(self.run_round(workflow.pk, message.round, message.pk))
+                self.run = durable.RunRef.of(workflow)
+                status = asyncio.run(self.run_round(self.run, message.pk))
             except KeyboardInterrupt:  # before the loop could stop the run: it never started
                 for stored in settle.run_end(
                     workflow.pk, ChatWorkflow.Status.STOPPED, INTERRUPTED_BEFORE_START
@@ -127,7 +128,7 @@ class Command(BaseCommand):
         if status != ChatWorkflow.Status.COMPLETED:
             sys.exit(1)
 
-    async def run_round(self, workflow_id: int, round: int, message_id: int) -> str:
+    async def run_round(self, run: durable.RunRef, message_id: int) -> str:
         """Run the round durably in this process (its own executor: a run cut off here is
         taken over by the app after POWERON_FAILOVER_SECONDS). Ctrl-C or SIGTERM stops the
         run as the page's Stop does (what it did is kept); so does a Stop in the app."""
@@ -137,6 +138,7 @@ class Command(BaseCommand):
             loop.add_signal_handler(sig, interrupted.set)
         await setup.warm_up()
         await durable.launch(queues=[], executor_id=f"cli-{socket.gethostname()}-{os.getpid()}")
+        workflow_id = run.workflow_id
         try:
             if interrupted.is_set():
                 for stored in await database_sync_to_async(settle.run_end)(
@@ -144,7 +146,7 @@ class Command(BaseCommand):
                 ):
                     self.print_event(stored)
                 return ChatWorkflow.Status.STOPPED
-            handle = await start(workflow_id, round, message_id, queued=False)
+            handle = await start(run, message_id, queued=False)
             stopper = asyncio.create_task(self.stop_when(interrupted, workflow_id))
             try:
                 return await handle.get_result()
@@ -186,9 +188,8 @@ class Command(BaseCommand):
         else:
             return
         topic = question_topic(kind, data.task, number, asked=self.asked)
-        run = durable.round_id(event.workflow, data.round)
         sent = asyncio.get_running_loop().create_task(
-            DBOS.send_async(run, self.answers[kind], topic)
+            DBOS.send_async(self.run.dbos_id, self.answers[kind], topic)
         )
         self.sending.add(sent)  # keep a reference until it is sent
         sent.add_done_callback(self.sending.discard)
