@@ -456,23 +456,78 @@ def test_extend_grants_more_steps_at_the_limit_without_waiting(var_dir, notes) -
     assert len(run.documents()) == 2
 
 
-def test_by_default_the_step_limit_question_is_declined(var_dir, notes) -> None:
-    """Without --extend the task stops at the limit (its work kept), at once. (With no search
-    provider set, the model is told web search is unavailable, and why.)"""
+def test_work_cut_short_at_the_step_limit_is_never_done(var_dir, notes) -> None:
+    """--decline at a step limit of one while refine said "continue — more work needed": the
+    question is declined at once, and although the review ticks every criterion the task is
+    incomplete, the round fails (exit 1), the answer opens with what was not done, and the
+    report it claims under a name without an extension, which nobody produced, is pointed out
+    (it ended "Completed — Task 1 success: The maximum of 1 step was reached.", exit 0). (With
+    no search provider set, the model is told web search is unavailable, and why.)"""
     with FakeOpenAIServer() as server:
-        # A success at the step limit is believed when the review ticks the criteria.
         ticked = {**review("success"), "metCriteria": ["It is done."]}
-        _extract_twice(server, ticked, "Extracted once.")
+        extract = extract_step("docList:round1_upload")[0]
+        server.add(
+            taskplan("Extract the notes"),
+            extract,
+            cont("continue — more work needed", next=extract),
+            ticked,
+            "The report 'Canary Report' is attached.",
+        )
         run = run_workflow(
-            var_dir, "--max-steps", "1", "--document", str(notes), "Extract the notes",
-            settings=model_settings(server),
+            var_dir, "--max-steps", "1", "--decline", "--document", str(notes),
+            "Write the canary report", settings=model_settings(server),
         )  # fmt: skip
-    assert run.returncode == 0, run.explain()
+    assert run.returncode == 1, run.explain()
     server.assert_complete()
     assert run.of("ask")[-1]["payload"]["granted"] == 0
     system = server.requests[0]["messages"][0]["content"]
     assert "Unavailable here" in system and "- web.search: " in system
     assert "max_steps" in [e["payload"].get("code") for e in run.of("status")]
+    said = (
+        "The maximum of 1 step was reached. Its last refinement said more was needed: "
+        "“continue — more work needed”"
+    )
+    assert [e["payload"]["status"] for e in run.of("review")] == ["incomplete"]
+    assert run.of("task")[-1]["payload"]["status"] == "incomplete"
+    assert run.of("task")[-1]["payload"]["reason"] == said
+    final = run.events[-1]["payload"]
+    assert final == {"status": "failed", "reason": f"The task was not finished: Task 1: {said}"}
+    assert run.of("round")[-1]["payload"]["status"] == "failed"
+    assert run.answer.startswith(f"**Not finished:** task 1 (Extract the notes) — {said}")
+    assert run.answer.endswith(
+        "> Note from PowerOn: no document named “Canary Report” exists in this workflow."
+    )
+
+
+def test_a_model_slower_than_its_timeout_is_told_with_the_setting_to_raise(var_dir) -> None:
+    """POWERON_LLM_TIMEOUT=2 and a model that takes 8 s to choose an action: each call's
+    error says how long it waited and which settings to raise (the time per 1,000 tokens
+    too: the server is on this machine), not that the answer may have been looping (nothing
+    of it had come); the step, the run's final status and the answer give the same reason,
+    without a stutter ("stopped: step: Step 1 failed") or an internal label ("a1 step")."""
+    slow = FakeReply(content=json.dumps(select()), delay=8)  # well past the timeout
+    with FakeOpenAIServer() as server:
+        server.add(taskplan("Think"), slow, slow, review("failed"))
+        settings = {**model_settings(server), "POWERON_LLM_TIMEOUT": "2"}
+        run = run_workflow(var_dir, "Think long", settings=settings)
+    assert run.returncode == 1, run.explain()
+    server.assert_complete()
+    advice = (
+        "Raise POWERON_LLM_TIMEOUT (now 2 s) or POWERON_LLM_TIMEOUT_PER_1K (now 0 s per 1,000 "
+        "tokens, which a slow local server needs), or check the server's load."
+    )
+    errors = [e["payload"]["message"] for e in run.of("error")]
+    told = "The model produced no valid answer for the action selection: no answer within 2 s. "
+    assert errors == [told + advice] * 2
+    reason = (
+        "Step 1 failed: the model gave no valid action selection after one corrective retry — "
+        f"no answer within 2 s. {advice}"
+    )
+    assert [e["payload"]["reason"] for e in run.of("step") if e["payload"]["reason"]] == [reason]
+    assert run.events[-1]["payload"]["reason"] == f"The task did not succeed: Task 1: {reason}"
+    assert f"- Task 1 (Think): {reason}" in run.answer
+    texts = [*errors, reason, run.events[-1]["payload"]["reason"], run.answer]
+    assert not [text for text in texts if "looping" in text or "a1" in text.split()]
 
 
 @pytest.mark.parametrize(("flag", "status"), [("--approve", "approved"), ("--reject", "rejected")])

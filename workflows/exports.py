@@ -87,6 +87,8 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
             lines += [f"## Round {message.round}{ended}", ""]
             if found:
                 lines += [f"_{telemetry(found)}_", ""]
+                if reason := found.get("reason"):  # why it ended so: what was not done
+                    lines += [f"> {as_text(' '.join(reason.split()))}", ""]
         if message.role == message.Role.ACTION:
             outcome = {True: "✓", False: "✗"}.get(message.success, "·")
             lines.append(

@@ -27,7 +27,7 @@ from workflows.engine.events import (
     TaskEvent,
 )
 from workflows.engine.schemas import ActionSelection
-from workflows.engine.state import Policy
+from workflows.engine.state import Budgets, Policy
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
 
 CANARY = "The report 'Canary Report' is attached as canary_report.pdf."
@@ -323,30 +323,45 @@ async def test_a_retried_task_forgets_the_answer_of_its_first_attempt():
     assert of(events, "message")[-1].content == "Second try."
 
 
-async def test_a_task_stopped_at_its_step_limit_is_a_success_only_with_its_criteria_met() -> None:
-    """ "Stop here" at the step limit: the step that ran succeeded, but the review ticks none
-    of the two criteria while saying success. The task and the round say it failed, why,
-    and what was met (the round read "Completed — Task 1 success: The maximum of 1 step was
-    reached."); a review that ticks every criterion is believed."""
+async def test_a_task_cut_short_with_work_left_is_incomplete_whatever_the_review_says() -> None:
+    """ "Stop here" at the step limit while the last refinement said to continue: the step
+    that ran succeeded and the review says success, ticking every criterion. The agent itself
+    judged the work unfinished, so the task is incomplete (not a success), the round is not
+    completed, and the answer opens with what was not done (the round read "Completed — Task
+    1 success: The maximum of 1 step was reached.")."""
     plan = {
         "overview": "plan",
         "tasks": [{"objective": "t", "successCriteria": ["A is read.", "B is written."]}],
     }
-    unticked = review("success")
-    llm = ScriptedLLM([plan, select(), params(query="a"), cont(), unticked, "partial"])
+    ticked = {**review("success"), "metCriteria": ["A is read.", "B is written."]}
+    llm = ScriptedLLM(
+        [plan, select(), params(query="a"), cont("B is still to write."), ticked, "All done."]
+    )
     events = await collect(make_state(max_steps=1), llm, controls=AutoControls())
     llm.assert_complete()
+    said = "The maximum of 1 step was reached. Its last refinement said more was needed: “B is "
     verdict = of(events, "review")[0]
-    assert verdict.status == "failed"
-    assert verdict.reason == "Stopped at its step limit with 0 of 2 success criteria met."
-    assert of(events, "task")[-1].status == "failed"
+    assert verdict.status == "incomplete" and verdict.reason.startswith(said)
+    task = of(events, "task")[-1]
+    assert task.status == "incomplete" and task.reason.startswith(said)
     assert events[-1].type == "round" and events[-1].status == "failed"
+    assert events[-1].reason.startswith("The task was not finished: Task 1: " + said)
+    answer = of(events, "message")[-1]
+    assert answer.content.startswith("**Not finished:** task 1 (t) — " + said)
+    assert answer.status == "failed" and answer.success is False
 
-    ticked = {**review("success"), "metCriteria": ["A is read.", "B is written."]}
-    llm = ScriptedLLM([plan, select(), params(query="a"), cont(), ticked, "done"])
-    events = await collect(make_state(max_steps=1), llm, controls=AutoControls())
-    assert of(events, "review")[0].status == "success"
-    assert events[-1].status == "completed"
+
+async def test_a_budget_that_cuts_a_task_short_with_work_left_makes_it_incomplete() -> None:
+    """The token budget runs out after a refinement that asked to continue: the task is
+    incomplete (no review can be asked), and the answer says the budget stopped it."""
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="a"), cont("More to read.")])
+    events = await collect(make_state(budgets=Budgets(tokens=2_200)), llm)
+    llm.assert_complete()
+    task = of(events, "task")[-1]
+    assert task.status == "incomplete"
+    assert "Its last refinement said more was needed: “More to read.”" in task.reason
+    assert events[-1].status == "failed" and events[-1].reason.startswith("The task was not")
+    assert of(events, "message")[-1].content.startswith("I stopped early: This round's token")
 
 
 async def test_inputs_an_action_could_not_read_are_said_in_the_answer() -> None:

@@ -87,7 +87,7 @@ async def test_stop_when_the_token_budget_is_spent() -> None:
     assert answer.role == "assistant" and "token budget" in answer.content
     # What was done, as a list people read: the task, its step under it.
     assert "\n\n- Task 1 (failed): " in answer.content
-    assert "\n  - a1 web.search (success): " in answer.content
+    assert "\n  - Step 1, web.search (succeeded): " in answer.content
     assert of(events, "task")[-1].status == "failed"
 
 

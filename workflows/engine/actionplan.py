@@ -14,7 +14,7 @@ from .actions import (
     record_step,
     task_text,
 )
-from .calls import ask, rejected_proposal
+from .calls import ask, rejected_proposal, with_cause
 from .catalog import planned_search, task_catalog
 from .contracts import describe_error
 from .core import Out, Rejected, RoundContext, TaskState
@@ -46,7 +46,9 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
     if planned.value is None:
         step, opened = ctx.begin_step(task, 1)
         yield opened
-        reason = "No valid action plan after one corrective retry."
+        reason = with_cause(
+            "The model gave no valid action plan after one corrective retry", planned.error
+        )
         observation = failed_observation(ctx, step, reason)
         async for event in record_step(ctx, step, None, observation, status="failed"):
             yield event

@@ -235,7 +235,7 @@ async def record_step(
     name = call.name if call else name
     objective = call.objective if call else ""
     learnings = call.learnings if call else []
-    summary = summarize(name or "step", observation)
+    summary = summarize(name, observation)
     documents = [
         ref
         for ref in ctx.store.index()
@@ -250,7 +250,7 @@ async def record_step(
         **step.position(),
         key=f"round{ctx.round}_task{task.number}_action{step.action}",
         role="action",
-        content=render_observation_markdown(name or "step", objective, observation),
+        content=render_observation_markdown(name, objective, observation),
         summary=summary,
         documentsLabel=label,
         documents=documents,
@@ -276,10 +276,10 @@ async def record_step(
             success=observation.success,
         )
     )
-    task.steps.append(StepRecord(step.action, name or "step", objective, observation, summary))
+    task.steps.append(StepRecord(step.action, name, objective, observation, summary, step.number))
 
 
 def failed_observation(ctx: RoundContext, step: Step, reason: str) -> Observation:
     """The observation of a step that never ran."""
     label = result_label(ctx.round, step.task.number, step.action, "results")
-    return Observation(success=False, resultLabel=label, error=reason[:300])
+    return Observation(success=False, resultLabel=label, error=reason[:600])

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .contracts import HOST_NOTE, DocumentRef, Message, Usage, untrusted
-from .core import RoundContext
+from .core import BUDGET_CODES, RoundContext
 from .events import DeltaEvent, Event, MessageEvent
 from .history import render_history
 from .prompts import build, render_list
@@ -29,6 +29,22 @@ _FILE_NAME = re.compile(
 OWN_KNOWLEDGE = "_Answered without an action: from the conversation and the model's own knowledge._"
 """The host's mark under an answer written without any action."""
 _ATTACHED = re.compile(r"\b(attached|enclosed|saved (?:as|to)|see the (?:report|file))\b", re.I)
+_QUOTED = r"(?<!\w)[“\"'‘`]([^“”\"'‘’`\n]{2,80}?)[”\"'’`](?!\w)"
+_DOCUMENT = r"(?:report|file|document|spreadsheet|presentation|pdf|attachment)s?"
+_NAMED_DOCUMENT = re.compile(
+    rf"\b{_DOCUMENT}\b(?:\s+(?:is\s+|was\s+)?(?:named|called|titled|entitled))?[\s:,]*{_QUOTED}"
+    rf"|\b(?:saved|exported|attached|stored|written|filed)\s+(?:it\s+|them\s+)?as\s+{_QUOTED}"
+    rf"|{_QUOTED}\s+{_DOCUMENT}\b",
+    re.IGNORECASE,
+)
+"""A quoted name given as a document's, without an extension: "the report 'Q3 Summary'",
+"a file called “Notes”", "saved as 'Draft'", "the 'Draft' document"."""
+_PRODUCED = re.compile(
+    r"\b(attached|enclosed|produced|saved|created|generated|exported|written|prepared|"
+    r"stored|ready|available)\b",
+    re.IGNORECASE,
+)
+"""Words that claim a document exists: a quoted name counts as a claim only beside one."""
 
 
 def answer_key(ctx: RoundContext) -> str:
@@ -50,9 +66,9 @@ def outcome_list(ctx: RoundContext) -> str:
         why = task.failure or task.stop_reason
         lines.append(
             f"- Task {task.number} ({task.status}): {task.item.objective}"
-            + (f" — stopped: {why}" if why else "")
+            + (f" — {why}" if why else "")
         )
-        lines += [f"  - {step.line()}" for step in task.steps]
+        lines += [f"  - {step.told()}" for step in task.steps]
     return "\n".join(lines)
 
 
@@ -63,9 +79,9 @@ def outcome_text(ctx: RoundContext) -> str:
     blocks = []
     for task in ctx.tasks:
         head = f"Task {task.number} ({task.status}): {task.item.objective}"
-        if task.stop_reason:
-            head += f" — stopped: {task.stop_reason}"
-        blocks.append("\n".join([head, *(f"  {step.line()}" for step in task.steps)]))
+        if why := task.failure or task.stop_reason:
+            head += f" — stopped: {why}"
+        blocks.append("\n".join([head, *(f"  {step.told()}" for step in task.steps)]))
     return "\n".join(blocks)
 
 
@@ -94,16 +110,22 @@ def documents_text(documents: list[DocumentRef]) -> str:
 
 
 def failures_line(ctx: RoundContext) -> str:
-    """What did not succeed, in plain words ("" when every task succeeded)."""
-    failed = [t for t in ctx.tasks if t.status != "success"]
-    if not failed:
-        return ""
-    parts = [
-        f"task {t.number} ({t.item.objective[:80]}) {t.status}"
-        + (f" — {why}" if (why := t.failure or t.stop_reason) else "")
-        for t in failed
-    ]
-    return "**Not everything worked:** " + "; ".join(parts) + "\n\n"
+    """What was not done, in plain words ("" when every task succeeded): the tasks cut short
+    with work left first, then those that failed."""
+    unfinished = [t for t in ctx.tasks if t.status == "incomplete"]
+    failed = [t for t in ctx.tasks if t.status not in ("success", "incomplete")]
+    lines = []
+    if unfinished:
+        parts = [f"task {t.number} ({t.item.objective[:80]}) — {t.failure}" for t in unfinished]
+        lines.append("**Not finished:** " + "; ".join(parts) + "\n\n")
+    if failed:
+        parts = [
+            f"task {t.number} ({t.item.objective[:80]}) {t.status}"
+            + (f" — {why}" if (why := t.failure or t.stop_reason) else "")
+            for t in failed
+        ]
+        lines.append("**Not everything worked:** " + "; ".join(parts) + "\n\n")
+    return "".join(lines)
 
 
 def unread_line(ctx: RoundContext) -> str:
@@ -128,11 +150,48 @@ def missing_line(ctx: RoundContext) -> str:
     return "**Not available here:** " + "; ".join(parts) + "\n\n"
 
 
+def claimed_names(text: str) -> set[str]:
+    """The quoted names, without an extension, that a sentence claims a document has (a
+    quoted phrase beside "report", "file" or "saved as", in a sentence that says it was
+    attached, produced, saved or created)."""
+    names = set()
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
+        if _PRODUCED.search(sentence):
+            for match in _NAMED_DOCUMENT.finditer(sentence):
+                names.add(next(group for group in match.groups() if group).strip())
+    return {name for name in names if name and not _FILE_NAME.fullmatch(f'"{name}"')}
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def names_a_document(name: str, refs: list[DocumentRef]) -> bool:
+    """Whether a name without an extension is one of the documents' (a report's title is its
+    file name's stem: "Baltic Solar Briefing" is baltic_solar_briefing.md), or part of one's."""
+    claimed = f" {_words(name)} "
+    for ref in refs:
+        for known in (ref.name, ref.name.rsplit(".", 1)[0], ref.label):
+            words = f" {_words(known)} "
+            if words.strip() and (claimed in words or words in claimed):
+                return True
+    return False
+
+
 def unsupported_claims(text: str, ctx: RoundContext, produced: list[DocumentRef]) -> str:
-    """A note on files the answer names that do not exist ("" when it names only real ones)."""
-    known = {ref.name.lower() for ref in ctx.store.index()}
+    """A note on files the answer names that do not exist ("" when it names only real ones):
+    file names with an extension, and quoted names it gives a document (see claimed_names)."""
+    index = ctx.store.index()
+    known = {ref.name.lower() for ref in index}
     named = {quoted or bare for quoted, bare in _FILE_NAME.findall(text)}
-    invented = sorted((name for name in named if name.lower() not in known), key=str.lower)
+    invented = [name for name in named if name.lower() not in known]
+    lowered = {name.lower() for name in named}
+    invented += [
+        name
+        for name in claimed_names(text)
+        if name.lower() not in lowered and not names_a_document(name, index)
+    ]
+    invented = sorted(set(invented), key=str.lower)
     notes = [f"no document named “{name}” exists in this workflow" for name in invented]
     if not produced and _ATTACHED.search(text):
         notes.append("this round produced no document, so nothing is attached")
@@ -144,11 +203,11 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
     key = answer_key(ctx)
     documents = produced_documents(ctx)
     succeeded = any(step.observation.success for task in ctx.tasks for step in task.steps)
-    if exhausted := ctx.budget.exhausted():
-        text = f"I stopped early: {exhausted[1]}\n\n{outcome_list(ctx)}"
-        yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
-    elif ctx.tasks and not succeeded:
+    if ctx.tasks and not succeeded:
         text = failed_answer(ctx, documents)
+        yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
+    elif exhausted := ctx.budget.exhausted():  # no call left to write it: the facts, said
+        text = budget_answer(ctx, exhausted[1])
         yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
     else:
         text = failures_line(ctx) + missing_line(ctx) + unread_line(ctx)
@@ -186,6 +245,16 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
         learnings=ctx.learnings,
         status=ctx.outcome[0],
     )
+
+
+def budget_answer(ctx: RoundContext, spent: str) -> str:
+    """The answer when the budget is spent before it could be written: what stopped (the
+    budget only when it cut a task short, else each task's own reason), then what was done."""
+    if any(t.stop_code in BUDGET_CODES for t in ctx.tasks):
+        head = f"I stopped early: {spent}"
+    else:
+        head = f"The answer could not be written: {spent}"
+    return f"{head}\n\n{outcome_list(ctx)}"
 
 
 def drafted_answer(ctx: RoundContext) -> str:

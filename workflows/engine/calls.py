@@ -27,6 +27,15 @@ CALL_NAMES = {
 """What each kind of model call is called when people read about it."""
 
 
+def with_cause(reason: str, cause: str) -> str:
+    """A failure's reason for people, with the model call's last error after it (which says
+    what to fix, when there is something to fix), as one sentence."""
+    cause = " ".join(cause.split()).rstrip(".")
+    if len(cause) > 400:
+        cause = cause[:399] + "…"
+    return f"{reason} — {cause}." if cause else f"{reason}."
+
+
 def unavailable_hint(ctx: RoundContext, raw: str) -> str:
     """Why an answer naming a tool of a server that failed could not have it: the server's
     reason ("" when the answer names none)."""
@@ -122,7 +131,7 @@ async def ask(
         messages = cache_first(messages)
     prompt = list(messages)
     for attempt in (1, 2):
-        raw, kind_of_error, unfinished = "", "validation", False
+        raw, kind_of_error, unfinished, advice = "", "validation", False, ""
         try:
             done: Out[Completion[T]] = Out()
             async for event in complete_streaming(
@@ -134,14 +143,14 @@ async def ask(
         except InvalidModelOutput as error:
             if error.usage is not None:
                 yield ctx.usage(error.usage, task=task, action=action)
-            message, raw = describe_error(error), error.raw
+            message, raw, advice = describe_error(error), error.raw, error.advice
             unfinished = error.cause != "invalid" or not holds_json(raw)
         else:
             yield ctx.usage(completion.usage, task=task, action=action)
             raw = completion.value.model_dump_json(by_alias=True)
             try:
                 value = plain(completion.value)
-                out.value = check(value) if check else value
+                out.value, out.error = (check(value) if check else value), ""
                 return
             except Rejected as error:
                 message, kind_of_error = str(error), error.kind
@@ -152,12 +161,14 @@ async def ask(
         what = f"The model's answer for the {CALL_NAMES.get(kind, kind)} {verdict}"
         if unfinished:
             what = f"The model produced no valid answer for the {CALL_NAMES.get(kind, kind)}"
+        told = message[:1_500] + (f". {advice}" if advice else "")  # what to do is for people
+        out.error = told
         yield ErrorEvent(
             round=ctx.round,
             task=task,
             action=action,
             kind=kind_of_error,  # type: ignore[arg-type]
-            message=f"{what}: {message[:1_500]}",
+            message=f"{what}: {told}",
             retrying=attempt == 1,
         )
         valid = valid_values(output)  # only a corrective message needs them

@@ -105,6 +105,7 @@ async def select(
         ):
             yield event
         if chosen.value is None:
+            out.error = chosen.error
             return
         answer = chosen.value
     out.value = answer

@@ -116,13 +116,22 @@ class InvalidModelOutput(Exception):
     """The model answered, but not in the shape asked for. Carries the validation message."""
 
     def __init__(
-        self, message: str, *, raw: str = "", usage: Usage | None = None, cause: str = "invalid"
+        self,
+        message: str,
+        *,
+        raw: str = "",
+        usage: Usage | None = None,
+        cause: str = "invalid",
+        advice: str = "",
     ) -> None:
         super().__init__(message)
         self.raw = raw
         self.usage = usage
         self.cause = cause
         """invalid (it answered, in the wrong shape), cut_off (at its token limit) or timeout."""
+        self.advice = advice
+        """What people can do about it (the host's advice for a timeout); never sent to the
+        model, whose corrective retry reads the message alone."""
 
 
 class ModelUnavailable(Exception):

@@ -41,6 +41,8 @@ class Out(Generic[V]):
     """Where an event-yielding step leaves its result (None when it failed)."""
 
     value: V | None = None
+    error: str = ""
+    """Why there is no value, in words for people (a model call's last error)."""
 
 
 class Rejected(ValueError):
@@ -53,6 +55,10 @@ class Rejected(ValueError):
 
 MODEL_STOP_CODES = frozenset({"criteria_met", "no_improvement"})
 """Stops that refine decided, with the model's reason; every other stop is the host's."""
+BUDGET_CODES = frozenset({"token_budget", "cost_budget", "time_budget"})
+"""Stops for a spent budget."""
+CUT_SHORT_CODES = BUDGET_CODES | {"max_steps"}
+"""Stops the host made while the work may go on: a limit or a budget (a Stop ends the run)."""
 
 
 @dataclass
@@ -61,16 +67,25 @@ class StepRecord:
 
     action: int
     name: str
+    """"method.action"; "" when the step ran no action (none was chosen)."""
     objective: str
     observation: Observation
     summary: str
+    step: int = 0
+    """The step number shown to people (it restarts when a task is retried)."""
 
     def line(self, *, summary: bool = True) -> str:
-        """`a2 web.search (success): summary`; without `summary`, pointing at the latest
-        observation, which the prompt shows in full."""
+        """`a2 web.search (success): summary`, for the model's prompts; without `summary`,
+        pointing at the latest observation, which the prompt shows in full."""
         status = "success" if self.observation.success else "failed"
         told = self.summary if summary else "see the latest observation"
-        return f"a{self.action} {self.name} ({status}): {told}"
+        return f"a{self.action} {self.name or 'no action'} ({status}): {told}"
+
+    def told(self) -> str:
+        """The step for people: `Step 2, web.search (succeeded): summary`."""
+        status = "succeeded" if self.observation.success else "failed"
+        what = f"Step {self.step}, {self.name} ({status})" if self.name else f"Step {self.step}"
+        return f"{what}: {self.summary}"
 
 
 @dataclass
@@ -99,6 +114,10 @@ class TaskState:
     (judging success) wrote in a round of one task; used only when the task ends in success."""
     failure: str = ""
     """Why the task did not succeed, in the host's words (see `failure_reason`)."""
+    unfinished: str = ""
+    """What the last refinement said when it asked to continue ("" before the first one, and
+    once one stopped): the agent's own judgement that work is left. A task cut short while it
+    is set is incomplete, whatever a review says (see `cut_short`)."""
 
     def next_action(self) -> int:
         """The next action number; numbering goes on across retries so labels never clash."""
@@ -117,12 +136,26 @@ class TaskState:
             return f"its last action ({last.name}) failed"
         return ""
 
+    def cut_short(self) -> bool:
+        """Whether the host stopped the task (its step limit, a budget) while the agent had
+        judged it unfinished: its last refinement asked to continue."""
+        return bool(self.unfinished) and self.stop_code in CUT_SHORT_CODES
+
+    def unfinished_reason(self) -> str:
+        """Why a task cut short is incomplete: what stopped it, and what the agent said was
+        left."""
+        said = " ".join(self.unfinished.split())
+        said = said if len(said) <= 300 else said[:299] + "…"
+        stopped = self.stop_reason.strip()
+        stopped = stopped if stopped.endswith((".", "!", "?")) else f"{stopped}."
+        return f"{stopped} Its last refinement said more was needed: “{said}”"
+
     def failure_reason(self, judged: str) -> str:
         """Why the task failed, from what happened: its last action's error when that
         failed, the host's own reason for stopping (a limit, a budget, a failed step), and
         only otherwise `judged`, the grounded review's."""
         last = self.steps[-1] if self.steps else None
-        if last and not last.observation.success and last.observation.error:
+        if last and last.name and not last.observation.success and last.observation.error:
             error = last.observation.error
             return error if error.startswith(last.name) else f"{last.name}: {error}"
         if self.stop_code not in MODEL_STOP_CODES and self.stop_reason:

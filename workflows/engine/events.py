@@ -27,8 +27,12 @@ StopCode = Literal[
 ]
 """Why a task's loop (or the round) stopped."""
 
-TaskStatus = Literal["pending", "running", "success", "retry", "failed", "stopped", "skipped"]
-"""pending → running → success | retry | failed; stopped or skipped when the run ends first."""
+TaskStatus = Literal[
+    "pending", "running", "success", "retry", "failed", "incomplete", "stopped", "skipped"
+]
+"""pending → running → success | retry | failed | incomplete (cut short by a limit or a
+budget while the agent judged the work unfinished); stopped or skipped when the run ends
+first."""
 
 StepStatus = Literal["started", "success", "failed", "rejected", "stopped"]
 """started opens a step; the others close it."""
@@ -177,7 +181,9 @@ class ReviewEvent(BaseEvent):
     """The verdict on a finished task."""
 
     type: Literal["review"] = "review"
-    status: Literal["success", "retry", "failed"]
+    status: Literal["success", "retry", "failed", "incomplete"]
+    """The verdict grounded in what happened: incomplete when the task was cut short while
+    its last refinement asked to continue, whatever the model's review said."""
     reason: str = ""
     improvements: list[str] = Field(default_factory=list)
     metCriteria: list[str] = Field(default_factory=list)

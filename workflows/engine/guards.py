@@ -129,7 +129,10 @@ class Budget:
             return "cost_budget", spent
         seconds = self.limits.seconds
         if seconds is not None and self.clock() - self.started >= seconds:
-            return "time_budget", f"The time budget is spent ({seconds:g} s)."
+            return "time_budget", (
+                f"This round's time budget is spent ({seconds:g} s); a new message starts with a "
+                "fresh budget."
+            )
         return None
 
     def day_cost_spent(self) -> str | None:

@@ -51,7 +51,7 @@ from .contracts import (
 )
 from .formats import ResponseFormat, extract_json, response_format
 from .jsonstream import FieldStream
-from .llm_reports import estimated_tokens, estimated_usage, failure, usage_of
+from .llm_reports import estimated_tokens, estimated_usage, failure, timed_out, usage_of
 
 _FORMATS: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
 _FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|structured", re.IGNORECASE)
@@ -199,12 +199,7 @@ class OpenAICompatibleLLM:
                 self.response_format = _FORMATS[_FORMATS.index(fmt) + 1]
                 _ACCEPTED[self._base_url, self.model] = self.response_format
             except openai.APITimeoutError as error:
-                seconds = self.call_timeout(messages, kind)
-                raise InvalidModelOutput(
-                    f"no answer within {seconds:g} s (the answer may have been looping)",
-                    usage=estimated_usage(kind, messages, "", int(seconds * 1000)),
-                    cause="timeout",
-                ) from error
+                raise self._timed_out(messages, kind, "") from error
         try:
             value = output.model_validate(extract_json(text))
         except (ValueError, ValidationError) as error:
@@ -247,12 +242,18 @@ class OpenAICompatibleLLM:
                         text += piece
                         if decoded := field.feed(piece):
                             await on_answer(decoded)
-        except openai.APITimeoutError:
-            raise
+        except openai.APITimeoutError as error:
+            raise self._timed_out(messages, kind, text) from error
         except openai.APIError as error:
             raise self._unavailable(error, broke_off=True) from error
         latency = int((time.perf_counter() - started) * 1000)
         return text, finish, usage or estimated_usage(kind, messages, text, latency)
+
+    def _timed_out(self, messages: Sequence[Message], kind: str, text: str) -> InvalidModelOutput:
+        """A structured answer that did not come in time (`text`: what had streamed of it)."""
+        seconds = self.call_timeout(messages, kind)
+        usage = estimated_usage(kind, messages, text, int(seconds * 1000))
+        return timed_out(seconds, text, usage=usage, advice=self.advice.get("timeout", ""))
 
     def limit(self, kind: str) -> int:
         """The most tokens an answer of this kind may take."""
@@ -270,7 +271,7 @@ class OpenAICompatibleLLM:
         except openai.BadRequestError as error:
             raise self._unavailable(error) from error
         except openai.APITimeoutError as error:
-            raise self._unavailable(error) from error
+            raise self._unavailable(error, seconds=self.call_timeout(messages, kind)) from error
         text = response.choices[0].message.content or "" if response.choices else ""
         return TextCompletion(text, usage_of(kind, response, latency))
 
@@ -279,10 +280,11 @@ class OpenAICompatibleLLM:
     ) -> AsyncIterator[str | Usage]:
         """Yield text deltas as they arrive, then one Usage (estimated if the server sent none)."""
         started = time.perf_counter()
+        seconds = self.call_timeout(messages, kind)
         try:
             stream = await self._calling(lambda: self._open_stream(messages, kind))
-        except openai.BadRequestError as error:
-            raise self._unavailable(error) from error
+        except (openai.BadRequestError, openai.APITimeoutError) as error:
+            raise self._unavailable(error, seconds=seconds) from error
         text, usage = "", None
         try:
             async for chunk in stream:
@@ -294,7 +296,7 @@ class OpenAICompatibleLLM:
                         text += piece
                         yield piece
         except openai.APIError as error:
-            raise self._unavailable(error, broke_off=True) from error
+            raise self._unavailable(error, broke_off=True, seconds=seconds) from error
         latency = int((time.perf_counter() - started) * 1000)
         yield usage or estimated_usage(kind, messages, text, latency)
 
@@ -376,13 +378,16 @@ class OpenAICompatibleLLM:
         except openai.APIError as error:
             raise self._unavailable(error) from error
 
-    def _unavailable(self, error: Exception, *, broke_off: bool = False) -> ModelUnavailable:
-        """One readable failure: what happened at which server, and what to fix."""
+    def _unavailable(
+        self, error: Exception, *, broke_off: bool = False, seconds: float | None = None
+    ) -> ModelUnavailable:
+        """One readable failure: what happened at which server, and what to fix (`seconds`:
+        the call's timeout, when it is known)."""
         return failure(
             error,
             server=self._server(),
             model=self.model,
-            timeout=self.timeout,
+            timeout=self.timeout if seconds is None else seconds,
             retries=self.max_retries,
             advice=self.advice,
             broke_off=broke_off,

@@ -8,7 +8,7 @@ from typing import Any
 
 import openai
 
-from .contracts import Message, ModelUnavailable, Usage
+from .contracts import InvalidModelOutput, Message, ModelUnavailable, Usage
 
 RETRIED = {"timeout", "unreachable", "rate_limit", "server"}
 """Failure causes the SDK retries before giving up."""
@@ -45,12 +45,27 @@ def failure(
         cause, what = "refused", f"refused the request ({status}: {detail[:200]})"
     else:
         cause, what = "server", f"failed ({status or 'error'}: {detail[:200]})"
-    if broke_off:
+    if broke_off and cause == "timeout":
+        what = f"stopped partway through its answer: nothing came for {timeout:g} s"
+    elif broke_off:
         what = f"broke off its answer ({detail[:200]})"
     elif retries and cause in RETRIED:
         what += f" (tried {retries + 1} times)"
     said = advice.get(cause, "")
     return ModelUnavailable(f"{where} {what}." + (f" {said}" if said else ""), cause=cause)
+
+
+def timed_out(seconds: float, text: str, *, usage: Usage, advice: str) -> InvalidModelOutput:
+    """A structured answer that did not come within `seconds` (`text`: what had streamed of
+    it), with the host's advice for people. The model is said to have maybe looped only when
+    its answer had begun: one that never began was slow, or its server busy."""
+    message = f"no answer within {seconds:g} s"
+    if text:
+        message += (
+            f": it stopped partway through ({len(text)} characters written) and may have "
+            "been looping"
+        )
+    return InvalidModelOutput(message, raw=text, usage=usage, cause="timeout", advice=advice)
 
 
 def usage_of(kind: str, response: Any, latency: int) -> Usage:

@@ -106,10 +106,11 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def summarize(action: str, observation: Observation) -> str:
-    """A short summary for the action's message, derived from the observation (seed 000)."""
+    """A short summary for the action's message, derived from the observation (seed 000);
+    `action` is "" for a step that ran none (its error says why)."""
     if not observation.success:
         why = observation.error or (observation.notes[0] if observation.notes else "no result")
-        return _clip(f"{action} failed: {why}", 240)
+        return _clip(f"{action} failed: {why}" if action else why, 240)
     parts = [f"{action} produced {observation.documentsCount} document(s)"]
     if observation.documentsCount:
         parts[0] += f" under {observation.resultLabel}"
@@ -128,7 +129,8 @@ def summarize(action: str, observation: Observation) -> str:
 def render_observation_markdown(action: str, objective: str, observation: Observation) -> str:
     """The content of an action message: what was done and what came of it."""
     status = "succeeded" if observation.success else "failed"
-    lines = [f"**{action}** {status}" + (f" — {objective}" if objective else "")]
+    head = f"**{action}** {status}" if action else "**No action ran**"
+    lines = [head + (f" — {objective}" if objective else "")]
     if observation.error:
         lines.append(f"\nError: {observation.error}")
     if observation.documentsCount:

@@ -15,7 +15,7 @@ from .actions import (
     task_text,
 )
 from .answer import answer_key
-from .calls import ask, rejected_proposal
+from .calls import ask, rejected_proposal, with_cause
 from .catalog import catalog_check, select, task_catalog
 from .contracts import describe_error
 from .core import Out, Rejected, RoundContext, Step, TaskState
@@ -117,7 +117,12 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
             yield event
     if selection.value is None or prepared.value is None:
         stage = "action selection" if selection.value is None else "parameters"
-        reason = f"Step {step.number} failed: no valid {stage} after one corrective retry."
+        cause = selection.error if selection.value is None else prepared.error
+        reason = with_cause(
+            f"Step {step.number} failed: the model gave no valid {stage} after one corrective "
+            "retry",
+            cause,
+        )
         name = selection.value.action if selection.value else ""
         observation = failed_observation(ctx, step, reason)
         async for event in record_step(ctx, step, None, observation, status="failed", name=name):
@@ -171,6 +176,9 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
         nextHint=f"{proposed.action}: {proposed.actionObjective}" if proposed else None,
     )
     yield ctx.end_step(step)
+    # The agent's own judgement of whether work is left: a task the host then cuts short
+    # (its step limit, a budget) is incomplete, whatever a review says.
+    task.unfinished = (verdict.reason or "continue") if verdict.decision == "continue" else ""
     if verdict.decision == "stop":
         code = "criteria_met" if verdict.criteriaMet else "no_improvement"
         if decision.value is None:

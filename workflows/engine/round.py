@@ -13,7 +13,7 @@ from .catalog import catalog_check, task_catalog
 from .closing import OpenWork
 from .contracts import LLM, DocumentStore, ModelUnavailable, ToolExecutor
 from .controls import Controls
-from .core import Out, Rejected, RoundContext, TaskState
+from .core import BUDGET_CODES, Out, Rejected, RoundContext, TaskState
 from .events import (
     ErrorEvent,
     Event,
@@ -45,7 +45,6 @@ from .selection import (
 from .state import RoundState
 
 MAX_TASKS = 5
-BUDGET_CODES = {"token_budget", "cost_budget", "time_budget"}
 
 
 async def run_round(
@@ -123,13 +122,17 @@ async def run_tasks(ctx: RoundContext) -> AsyncIterator[Event]:
 
 
 def round_outcome(ctx: RoundContext) -> tuple[str, str]:
-    """Completed only when every task succeeded; otherwise failed, saying which did not."""
+    """Completed only when every task succeeded; otherwise failed, saying which did not (and
+    that work was left, when every one of them was cut short with work left)."""
     failed = [t for t in ctx.tasks if t.status != "success"]
     if not failed:
         return "completed", stop_summary(ctx)
-    head = f"{len(failed)} of {len(ctx.tasks)} tasks did not succeed"
+    unfinished = all(t.status == "incomplete" for t in failed)
+    head = f"{len(failed)} of {len(ctx.tasks)} tasks " + (
+        "were not finished" if unfinished else "did not succeed"
+    )
     if len(ctx.tasks) == 1:
-        head = "The task did not succeed"
+        head = "The task was not finished" if unfinished else "The task did not succeed"
     return "failed", f"{head}: " + "; ".join(
         f"Task {t.number}: {t.failure or t.stop_reason or t.status}" for t in failed
     )
@@ -239,9 +242,10 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
         yield ctx.task_event(task, "running")
         async for event in loop(ctx, task):
             yield event
-        if task.stop_code in BUDGET_CODES:
-            task.failure = task.stop_reason
-            yield ctx.task_event(task, "failed", task.stop_reason)
+        if task.stop_code in BUDGET_CODES:  # no review call: the budget is spent
+            unfinished = task.cut_short()
+            task.failure = task.unfinished_reason() if unfinished else task.stop_reason
+            yield ctx.task_event(task, "incomplete" if unfinished else "failed", task.failure)
             return
         if task.stop_code == "criteria_met" and not task.facts():
             verdict = settled_by_refine(task)  # nothing a review could add
@@ -252,26 +256,31 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
             verdict = grounded(task, reviewed.value)
             if verdict.status == "success" and answers_with_review(ctx):  # the review's answer
                 task.answer = (getattr(reviewed.value, "answer", None) or "").strip()
+        retrying = verdict.status == "retry" and task.attempt <= ctx.state.max_task_retries
+        unfinished = task.cut_short() and not retrying  # the agent said work was left
         yield ReviewEvent(
             round=ctx.round,
             task=task.number,
-            status=verdict.status,
-            reason=verdict.reason,
+            status="incomplete" if unfinished else verdict.status,
+            reason=task.unfinished_reason() if unfinished else verdict.reason,
             improvements=verdict.improvements,
             metCriteria=verdict.metCriteria,
             retries=task.attempt - 1,
         )
-        if verdict.status == "retry" and task.attempt <= ctx.state.max_task_retries:
+        if retrying:
             ctx.add_learnings([f"Improve: {text}" for text in verdict.improvements])
             yield ctx.task_event(task, "retry", verdict.reason)
-            task.attempt, task.answer = task.attempt + 1, ""
+            task.attempt, task.answer, task.unfinished = task.attempt + 1, "", ""
             continue
         status: TaskStatus = "success" if verdict.status == "success" else "failed"
         reason = verdict.reason or task.stop_reason
         if verdict.status == "retry":
             reason = f"Retries used up: {reason}"
-        if status == "failed":
-            task.failure = task.failure_reason(reason)
+        if unfinished:
+            status, reason = "incomplete", task.unfinished_reason()
+            task.failure = reason
+        elif status == "failed":  # the same reason the round and its answer give
+            reason = task.failure = task.failure_reason(reason)
         yield ctx.task_event(task, status, reason)
         return
 
@@ -289,7 +298,8 @@ def settled_by_refine(task: TaskState) -> TaskReview:
 
 def grounded(task: TaskState, review: TaskReview | None) -> TaskReview:
     """The review checked against what happened: it may turn a success into a failure or a
-    retry, never a failure into a success."""
+    retry, never a failure into a success. (A task cut short with work left is incomplete
+    whatever the review says: see `run_task`.)"""
     unsupported = task.facts()
     if review is None:
         met = task.stop_code == "criteria_met" and not unsupported
@@ -304,18 +314,6 @@ def grounded(task: TaskState, review: TaskReview | None) -> TaskReview:
                 "status": "failed",
                 "reason": f"Not done: {unsupported}, although the review judged it a success.",
                 "metCriteria": [],
-            }
-        )
-    criteria = task.item.successCriteria
-    ticked = [criterion for criterion in criteria if criterion in review.metCriteria]
-    if review.status == "success" and task.stop_code == "max_steps" and len(ticked) < len(criteria):
-        # Stopped by its step limit, not because the work was done: a success is the
-        # criteria met, and the review's own ticks say they were not.
-        return review.model_copy(
-            update={
-                "status": "failed",
-                "reason": f"Stopped at its step limit with {len(ticked)} of {len(criteria)} "
-                "success criteria met.",
             }
         )
     return review

@@ -11,11 +11,20 @@ from collections.abc import AsyncIterator
 from .actions import ActionCall, execute_action, find_tool, prepare_parameters, record_step
 from .actions import failed_observation as not_run
 from .answer import unread_line
-from .calls import ask
+from .calls import ask, with_cause
 from .contracts import untrusted
-from .core import Out, RoundContext, TaskState
+from .core import CUT_SHORT_CODES, Out, RoundContext, TaskState
 from .defaults import DefaultsContext
-from .events import ActEvent, DeltaEvent, ErrorEvent, Event, MessageEvent, PlanEvent, ThoughtEvent
+from .events import (
+    ActEvent,
+    DeltaEvent,
+    ErrorEvent,
+    Event,
+    MessageEvent,
+    PlanEvent,
+    TaskStatus,
+    ThoughtEvent,
+)
 from .history import render_history
 from .prompts import build, render_documents
 from .react import ask_to_continue, counted
@@ -83,8 +92,8 @@ async def run_reasoning(ctx: RoundContext) -> AsyncIterator[Event]:
             yield event
         if out.value is None:
             task.stop_code = "step_failed"
-            task.stop_reason = (
-                f"Thought {len(thoughts) + 1} was invalid after one corrective retry."
+            task.stop_reason = with_cause(
+                f"Thought {len(thoughts) + 1} was invalid after one corrective retry", out.error
             )
             yield ctx.status("step_failed", task.stop_reason, task=1)
             break
@@ -183,15 +192,19 @@ async def extracted_text(ctx: RoundContext, observation: Observation | None) -> 
 async def conclude(
     ctx: RoundContext, task: TaskState, thoughts: list[Thought]
 ) -> AsyncIterator[Event]:
-    """The last thought is the solution; an unfinished chain says so."""
+    """The last thought is the solution; an unfinished chain says so (incomplete when a
+    limit or a budget stopped it while its last thought asked for another)."""
     finished = task.stop_code == "criteria_met"
+    cut_short = task.stop_code in CUT_SHORT_CODES and bool(thoughts)
+    cut_short = cut_short and thoughts[-1].next_thought_needed
     if finished:
         solution = thoughts[-1].current_thinking
     else:
         plan = render_plan(thoughts[-1].planning) if thoughts else "(no plan)"
         solution = f"I could not finish reasoning: {task.stop_reason}\n\nThe plan so far:\n{plan}"
     solution = unread_line(ctx) + solution  # attachments it could not read are said first
-    yield ctx.task_event(task, "success" if finished else "failed", task.stop_reason)
+    status: TaskStatus = "success" if finished else "incomplete" if cut_short else "failed"
+    yield ctx.task_event(task, status, task.stop_reason)
     key = f"round{ctx.round}_answer"
     yield DeltaEvent(round=ctx.round, key=key, text=solution, offset=0)
     yield MessageEvent(

@@ -120,7 +120,13 @@ class DurableLLM:
                 )
             except InvalidModelOutput as error:
                 usage = error.usage.model_dump() if error.usage else None
-                return {"invalid": str(error), "raw": error.raw, "usage": usage}
+                return {
+                    "invalid": str(error),
+                    "raw": error.raw,
+                    "usage": usage,
+                    "cause": error.cause,
+                    "advice": error.advice,
+                }
             except ModelUnavailable as error:
                 return {"unavailable": str(error), "cause": error.cause}
             value = done.value.model_dump(mode="json", by_alias=True)
@@ -178,7 +184,13 @@ def _raise_recorded(data: dict[str, Any]) -> None:
         raise ModelUnavailable(data["unavailable"], cause=data["cause"])
     if "invalid" in data:
         usage = Usage(**data["usage"]) if data.get("usage") else None
-        raise InvalidModelOutput(data["invalid"], raw=data["raw"], usage=usage)
+        raise InvalidModelOutput(  # what a step recorded before cause and advice had none
+            data["invalid"],
+            raw=data["raw"],
+            usage=usage,
+            cause=data.get("cause", "invalid"),
+            advice=data.get("advice", ""),
+        )
 
 
 class DurableTools:

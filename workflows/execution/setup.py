@@ -114,14 +114,20 @@ async def warm_up() -> None:
 
 
 def model_advice() -> dict[str, str]:
-    """What to fix for each way the model can fail, naming the settings to change."""
+    """What to fix for each way the model can fail, naming the settings to change (the time
+    per 1,000 tokens only for a server on this machine or a private network, where it is the
+    setting that helps)."""
     where = settings.POWERON_LLM_BASE_URL or "OpenAI's default URL"
+    timeout = f"Raise POWERON_LLM_TIMEOUT (now {settings.POWERON_LLM_TIMEOUT:g} s)"
+    if local_model_server():
+        per_1k = settings.POWERON_LLM_TIMEOUT_PER_1K
+        timeout += (
+            f" or POWERON_LLM_TIMEOUT_PER_1K (now {per_1k:g} s per 1,000 tokens, which a slow "
+            "local server needs)"
+        )
     return {
         "unreachable": f"Check POWERON_LLM_BASE_URL (now {where}) and that the server runs.",
-        "timeout": (
-            f"Raise POWERON_LLM_TIMEOUT (now {settings.POWERON_LLM_TIMEOUT:g} s) or, for a slow "
-            "local server, POWERON_LLM_TIMEOUT_PER_1K; or check the server's load."
-        ),
+        "timeout": f"{timeout}, or check the server's load.",
         "auth": "Check POWERON_LLM_API_KEY (or OPENAI_API_KEY).",
         "model": f"Check POWERON_LLM_MODEL (now {settings.POWERON_LLM_MODEL!r}).",
         "rate_limit": "Wait a moment and send again, or raise the provider's rate limit.",
@@ -257,8 +263,14 @@ def call_schemas() -> Literal["narrow", "stable"]:
         return choice
     if choice != "auto":
         logger.warning("POWERON_LLM_SCHEMAS=%r is not auto, narrow or stable; auto is used", choice)
+    return "narrow" if local_model_server() else "stable"
+
+
+def local_model_server() -> bool:
+    """Whether POWERON_LLM_BASE_URL's host is `localhost` or a literal loopback or private
+    IP address (a host name is never resolved)."""
     host = (urlsplit(settings.POWERON_LLM_BASE_URL).hostname or "").lower()
-    return "narrow" if literal_reason(host) else "stable"
+    return bool(literal_reason(host))
 
 
 def model_prices() -> Prices | None:
