@@ -113,7 +113,7 @@ async def test_a_worker_killed_for_good_has_its_rounds_taken_over(cluster):
         for events in results
     )
     assert resumed >= 1  # the killed worker's rounds were taken over and resumed
-    assert "Taking over the runs of executors ['w1']" in "".join(
+    assert "Taking over the runs of executors ['w1@" in "".join(  # w1, this database's
         log.read_text() for log in cluster.logs
     )
     print(f"{RUNS} rounds, w1 killed at {killed_at:.1f} s: done in {took:.1f} s, {resumed} resumed")
