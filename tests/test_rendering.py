@@ -161,3 +161,31 @@ def test_a_question_cut_off_by_the_runs_end_says_so_once():
     unanswered = AskEvent(round=1, task=1, question="Continue?", stepsDone=5, status="cancelled")
     text = " ".join(re.sub(r"<[^>]+>", " ", render_event(envelope(unanswered))).split())
     assert "Continue? — not answered, so the task stopped here." in text
+
+
+def test_an_approval_card_shows_what_the_action_will_use():
+    """Every parameter whole (a URL in full, a list item by item), the documents by name
+    (with the address a fetched one came from) and the connection; once rejected it says so."""
+    from workflows.engine.contracts import DocumentRef
+    from workflows.engine.events import ApprovalEvent
+
+    url = "https://example.org/a/long/path/to/a/report.html?section=revenue&year=2026"
+    fetched = DocumentRef(
+        id="4", name="report.md", mime="text/markdown", label="x", source="fetched",
+        source_url=url,
+    )  # fmt: skip
+    notes = DocumentRef(id="5", name="notes.md", mime="text/markdown", label="round1_upload")
+    waiting = ApprovalEvent(
+        round=1, task=1, action=2, method="web.crawl", status="waiting",
+        parameters={"format": "markdown", "seeds": [url, "https://example.org/b"]},
+        documents=[fetched, notes], connection="my-tavily",
+    )  # fmt: skip
+    card = parse(render_event(envelope(waiting)))[1].elements[0]
+    text = " ".join(card.text.split())
+    assert "Approve web.crawl ?" in text
+    assert f"seeds {url} https://example.org/b" in text and "format markdown" in text
+    assert f"Documents report.md from {url} notes.md" in text
+    assert "Connection my-tavily" in text
+    rejected = waiting.model_copy(update={"status": "rejected"})
+    line = " ".join(parse(render_event(envelope(rejected)))[1].text.split())
+    assert line.startswith("rejected web.crawl was not run: you rejected it.")

@@ -330,4 +330,43 @@ def test_the_sidebar_asks_for_statuses_of_its_owners_workflows_only(alice_client
     mine.status = mine.Status.RUNNING
     mine.save()
     url = reverse("workflows:statuses") + f"?ids={mine.pk},{theirs.pk},x,{'9' * 30}"
-    assert alice_client.get(url).json() == {str(mine.pk): {"status": "running", "label": "Running"}}
+    running = {"status": "running", "label": "Running", "waiting": False}
+    assert alice_client.get(url).json() == {str(mine.pk): running}
+
+
+def test_the_sidebar_learns_of_workflows_created_after_it_loaded(alice_client, alice, bob):
+    """Asked with `newer`, the statuses include the user's workflows created since (another
+    tab's, the API's), never someone else's."""
+    seen = services.workflow_create(owner=alice)
+    new = services.workflow_create(owner=alice)
+    services.workflow_create(owner=bob)
+    url = reverse("workflows:statuses") + f"?ids={seen.pk}&newer={seen.pk}"
+    assert set(alice_client.get(url).json()) == {str(seen.pk), str(new.pk)}
+
+
+@pytest.mark.parametrize("kind", ["ask", "approval"])
+def test_a_run_waiting_for_its_user_is_named_so_in_the_sidebar(alice_client, alice, kind):
+    """A running workflow whose step-limit question or approval waits is "Waiting for you";
+    once answered it is running again."""
+    from workflows.engine.events import ApprovalEvent, AskEvent
+
+    workflow, _, _ = services.round_open(
+        workflow_id=services.workflow_create(owner=alice).pk,
+        owner=alice,
+        text="Go",
+        document_ids=[],
+    )
+    if kind == "ask":
+        asked = AskEvent(round=1, task=1, question="More?", stepsDone=3)
+        answered = asked.model_copy(update={"status": "answered", "granted": 2})
+    else:
+        asked = ApprovalEvent(
+            round=1, task=1, action=1, method="web.search", parameters={}, status="waiting"
+        )
+        answered = asked.model_copy(update={"status": "approved"})
+    url = reverse("workflows:statuses") + f"?ids={workflow.pk}"
+    recording.record(workflow.pk, asked)
+    waiting = {"status": "running", "label": "Waiting for you", "waiting": True}
+    assert alice_client.get(url).json() == {str(workflow.pk): waiting}
+    recording.record(workflow.pk, answered)
+    assert alice_client.get(url).json()[str(workflow.pk)]["label"] == "Running"

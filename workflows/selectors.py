@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import (
@@ -139,6 +140,17 @@ def open_question(*, workflow_id: int, kind: str) -> tuple[int, int, int] | None
     number = last.payload["stepsDone"] if kind == "extend" else last.action
     asked = events.filter(payload__status="waiting").count() if kind == "extend" else 0
     return last.task, number, asked
+
+
+def waiting_for_user(*, workflow_ids: Iterable[int]) -> set[int]:
+    """Of these workflows, those whose run waits for its user: a step-limit question or an
+    approval of the current round that nobody has answered yet."""
+    return {
+        pk
+        for pk in workflow_ids
+        if open_question(workflow_id=pk, kind="extend")
+        or open_question(workflow_id=pk, kind="approve")
+    }
 
 
 def connection_kinds(*, user) -> set[str]:

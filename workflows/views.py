@@ -8,6 +8,7 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import TooManyFilesSent
+from django.db.models import Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
@@ -17,6 +18,7 @@ from . import exports, rates, selectors, services
 from .execution import tools_panel
 from .forms import ConnectionForm, WorkflowCreateForm
 from .live import broadcast
+from .models import ChatWorkflow
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -229,14 +231,32 @@ def workflow_rename(request: HttpRequest, workflow_id: int) -> HttpResponse:
     return redirect(workflow)
 
 
+WAITING_LABEL = "Waiting for you"
+
+
 def workflow_statuses(request: HttpRequest) -> JsonResponse:
     """The statuses of some of the user's workflows (`ids`, comma-separated), for the
-    sidebar's entries of runs going on in other pages or processes."""
+    sidebar, which follows every run this way: also those of workflows newer than `newer`
+    (created since the page loaded). A run that waits for its user's answer or approval is
+    `waiting`, and its label says so."""
     parts = request.GET.get("ids", "").split(",")[:200]
     ids = [int(part) for part in parts if part.isdigit() and len(part) <= 18]
-    found = selectors.workflow_list(user=request.user).filter(pk__in=ids)
+    newer = request.GET.get("newer", "")
+    asked = Q(pk__in=ids)
+    if newer.isdigit() and len(newer) <= 18:
+        asked |= Q(pk__gt=int(newer))
+    found = list(selectors.workflow_list(user=request.user).filter(asked)[:200])
+    running = [w.pk for w in found if w.status == ChatWorkflow.Status.RUNNING]
+    waiting = selectors.waiting_for_user(workflow_ids=running)
     return JsonResponse(
-        {str(w.pk): {"status": w.status, "label": w.get_status_display()} for w in found}
+        {
+            str(w.pk): {
+                "status": w.status,
+                "label": WAITING_LABEL if w.pk in waiting else w.get_status_display(),
+                "waiting": w.pk in waiting,
+            }
+            for w in found
+        }
     )
 
 

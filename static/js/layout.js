@@ -5,19 +5,19 @@
 (function () {
   "use strict";
 
-  // The sidebar's entries of runs going on elsewhere (another tab, another process) follow
-  // the database: while one says running, queued or stopping, its status is asked for every
-  // few seconds (the open workflow's own entry also follows its live events).
-  const GOING = ["running", "queued", "stopping"];
+  // The sidebar follows every run, also those started elsewhere after the page loaded (in
+  // another tab, another process, the API): every few seconds it asks for the statuses of
+  // its entries and of workflows newer than its newest. A run waiting for the user's answer
+  // or approval says "Waiting for you". The open workflow's entry also follows its live
+  // events; a workflow created since the page loaded brings the list again.
   function refreshStatuses() {
     const list = document.getElementById("workflow-list");
     if (!list || document.hidden) return;
-    const going = Array.from(list.querySelectorAll("[id^=sidebar-status-]")).filter(
-      (span) => GOING.some((status) => span.classList.contains("status-" + status)));
-    if (!going.length) return;
-    const asked = new Map(going.map((span) => [span.id.replace("sidebar-status-", ""), span.className]));
-    fetch(list.dataset.statusesUrl + "?ids=" + Array.from(asked.keys()).join(","),
-      { headers: { Accept: "application/json" } })
+    const spans = Array.from(list.querySelectorAll("[id^=sidebar-status-]")).slice(0, 200);
+    const asked = new Map(spans.map((span) => [span.id.replace("sidebar-status-", ""), span.className]));
+    const newest = Math.max(0, ...Array.from(asked.keys(), Number));
+    const url = list.dataset.statusesUrl + "?ids=" + Array.from(asked.keys()).join(",") + "&newer=" + newest;
+    fetch(url, { headers: { Accept: "application/json" } })
       .then((response) => (response.ok ? response.json() : null))
       .then(function (statuses) {
         if (!statuses) return;
@@ -30,13 +30,30 @@
             span.closest("li").remove();
             return;
           }
-          span.className = "status status-" + found.status;
+          span.className = "status status-" + (found.waiting ? "waiting" : found.status);
           span.textContent = found.label;
         });
+        if (Object.keys(statuses).some((id) => !asked.has(id))) reloadList(list);
       })
       .catch(function () {}); // offline for now: the next round asks again
   }
-  setInterval(refreshStatuses, 4000);
+  // The list as the search box has it (unless it is searching: new workflows then wait).
+  function reloadList(list) {
+    const search = document.querySelector("form.workflow-search");
+    if (!search || search.querySelector("input[name=q]").value.trim()) return;
+    const query = new URLSearchParams(new FormData(search)).toString();
+    fetch(search.getAttribute("action") + "?" + query, { headers: { "HX-Request": "true" } })
+      .then((response) => (response.ok ? response.text() : null))
+      .then(function (html) {
+        if (!html || !list.isConnected) return;
+        const holder = document.createElement("template");
+        holder.innerHTML = html.trim();
+        const fresh = holder.content.getElementById("workflow-list");
+        if (fresh) list.replaceWith(fresh);
+      })
+      .catch(function () {});
+  }
+  setInterval(refreshStatuses, 3000);
 
   document.addEventListener("DOMContentLoaded", function () {
     const toggle = document.getElementById("sidebar-toggle");

@@ -274,7 +274,7 @@ def test_failures_and_a_stop_show_in_their_steps_and_every_badge_settles(page, a
     model.add(taskplan("Find the figures"), "not json", '{"action": 42}', review("success"))
     send(page, "Find the figures")
     page.wait_for_selector("#wf-status[data-status=failed]")
-    errors = page.locator("#step-1-1-1-errors .error")
+    errors = page.locator("#step-1-1-1 > .error")
     assert errors.count() == 2
     assert "produced no valid answer for the action selection" in errors.nth(0).inner_text()
     assert "Asking the model once more" in errors.nth(0).inner_text()
@@ -294,7 +294,7 @@ def test_failures_and_a_stop_show_in_their_steps_and_every_badge_settles(page, a
     model.add(taskplan("Think it over"), think, params(), params(), review("failed"))
     send(page, "Think it over")
     page.wait_for_selector("#round-2-status.status-failed")
-    stage_two = page.inner_text("#step-2-1-1-errors")
+    stage_two = " ".join(page.locator("#step-2-1-1 > .error").all_inner_texts())
     assert (
         "answer for the action parameters was not valid: parameters.aiPrompt: Field required"
         in (stage_two)

@@ -7,7 +7,8 @@ replay position and streams deltas without reading anything out of the markup.
 
 from __future__ import annotations
 
-from typing import Any, assert_never
+import json
+from typing import Any, NamedTuple, assert_never
 
 from django.template.loader import get_template, render_to_string
 from django.urls import reverse
@@ -46,6 +47,39 @@ from workflows.engine.events import (
 from workflows.markdown import render_markdown_for_page
 
 
+class Shown(NamedTuple):
+    """A document an action uses, as a person reads it: its name, and where it came from."""
+
+    name: str
+    url: str | None = None
+
+
+def shown_parameters(parameters: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """Each parameter with its values written out whole (a list's items one by one, a URL in
+    full), as the user approves them."""
+    shown = []
+    for name, value in parameters.items():
+        values = value if isinstance(value, list) else [value]
+        shown.append((name, [as_text(item) for item in values if item is not None]))
+    return shown
+
+
+def as_text(value: Any) -> str:
+    """A parameter value as text: strings as they are, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def referenced(reference: str) -> Shown:
+    """A document reference by what a person knows it by: a docItem by its document's name,
+    a docList by its label."""
+    kind, _, rest = reference.partition(":")
+    if kind == "docItem" and ":" in rest:
+        return Shown(rest.partition(":")[2])
+    if kind == "docList":
+        return Shown(f"the documents labelled {rest}")
+    return Shown(reference)
+
+
 def template_for(event_type: str) -> str:
     """The fragment template of an event type."""
     return f"workflows/events/{event_type}.html"
@@ -70,13 +104,20 @@ def render_event(envelope: Envelope) -> str:
                 extra["html"] = mark_safe(render_markdown_for_page(event.content))  # noqa: S308
         case StatusEvent():
             extra["code"] = event.code.replace("_", " ")
+        case ActEvent():
+            extra["params"] = shown_parameters(event.parameters)
+            extra["documents"] = [referenced(ref) for ref in event.documents]
+            extra["connection"] = event.connection
+        case ApprovalEvent():
+            extra["params"] = shown_parameters(event.parameters)
+            extra["documents"] = [Shown(d.name, d.source_url) for d in event.documents]
+            extra["connection"] = event.connection
         case (
             RoundEvent()
             | TaskPlanEvent()
             | TaskEvent()
             | ActionPlanEvent()
             | PlanEvent()
-            | ActEvent()
             | ObserveEvent()
             | RefineEvent()
             | ReviewEvent()
@@ -87,7 +128,6 @@ def render_event(envelope: Envelope) -> str:
             | UsageEvent()
             | ErrorEvent()
             | AskEvent()
-            | ApprovalEvent()
             | RunEvent()
             | NoticeEvent()
             | FeedbackEvent()
