@@ -51,23 +51,24 @@
     return "";
   }
   function askText(place) {
-    const forms = document.querySelectorAll("#task-" + place.split("-").slice(0, 2).join("-") + "-notices form.ask p");
-    return forms.length ? forms[forms.length - 1].textContent.trim() : "";
+    return text("#ask-" + place.split("-").slice(0, 2).join("-") + "-open p");
   }
   chat.addEventListener("poweron:event", function (evt) {
     if (!replayed(evt.detail)) say(sentence(evt.detail));
     keepFocus();
   });
 
-  // The live badge, said when it changes after the first connection.
+  // The live badge, said when it changes after the first connection (connection.js).
   let connectedOnce = false;
-  chat.addEventListener("htmx:wsOpen", function () {
-    if (connectedOnce) say("Connected again.");
-    connectedOnce = true;
-  });
-  chat.addEventListener("htmx:wsClose", function (evt) {
-    const code = evt.detail.event.code;
-    say(code === 4401 || code === 4404 ? "This workflow can no longer be followed." : "Connection lost; reconnecting.");
+  let said = "";
+  chat.addEventListener("poweron:connection", function (evt) {
+    const state = evt.detail.state;
+    if (state === said) return; // every failed attempt while away says nothing new
+    said = state;
+    if (state === "live" && connectedOnce) say("Connected again.");
+    if (state === "live") connectedOnce = true;
+    if (state === "reconnecting") say("Connection lost; reconnecting.");
+    if (state === "refused") say("This workflow can no longer be followed.");
   });
   // An upload, said by the names of the files it attached.
   const uploads = document.getElementById("upload-form");

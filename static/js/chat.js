@@ -14,12 +14,7 @@
   const streamed = {}; // message key -> characters shown so far
   const attempts = {}; // message key -> the attempt being shown (a resumed run streams anew)
 
-  // Every (re)connect asks for what came after the last event this page has.
-  htmx.createWebSocket = function (url) {
-    const u = new URL(url);
-    u.searchParams.set("after", String(lastSeq));
-    return new WebSocket(u.toString());
-  };
+  // The socket, its reconnections and its "after" (data-last-seq): connection.js.
 
   // Every fragment starts with #event-meta: the event's seq, type and keys as data.
   function metaOf(text) {
@@ -127,21 +122,6 @@
       setTimeout(function () { toast.remove(); }, toast.classList.contains("error") ? 20000 : 8000);
     });
   });
-  chat.addEventListener("htmx:wsOpen", () => setConnection("live"));
-  // 4401: this session is signed out (here or elsewhere); 4404: the workflow was deleted.
-  const REFUSED = { 4401: "× signed out", 4404: "× deleted" };
-  chat.addEventListener("htmx:wsClose", (evt) => {
-    const code = evt.detail.event.code;
-    setConnection(REFUSED[code] ? "refused" : "reconnecting", REFUSED[code]);
-  });
-
-  function setConnection(state, text) {
-    const badge = document.getElementById("connection");
-    if (!badge) return;
-    badge.dataset.state = state;
-    badge.textContent = text || { live: "● live", reconnecting: "○ reconnecting…" }[state];
-  }
-
   // The view follows the work while the reader is at the bottom; scrolled up, they get a
   // "jump to latest" button instead of being pulled down. Whether they were at the bottom is
   // noted before each message is swapped in: one message may add more than the margin.
@@ -211,12 +191,20 @@
     activity.hidden = false;
     tick();
   }
+  // While the socket is down nothing is known of the run: the line says so, and stops
+  // counting until the connection is back.
   function tick() {
-    if (!activity || activity.hidden) return;
+    if (!activity) return;
+    const away = chat.dataset.connection === "reconnecting";
+    if (away) activity.dataset.reconnecting = "1";
+    else delete activity.dataset.reconnecting;
+    if (activity.hidden) return;
     const seconds = Math.floor((Date.now() - phaseSince) / 1000);
-    activity.textContent = activity.dataset.phase + "… " + seconds + " s";
+    activity.textContent = away ? "Reconnecting to the server…"
+      : activity.dataset.phase + "… " + seconds + " s";
   }
   setInterval(tick, 1000);
+  chat.addEventListener("poweron:connection", tick);
 
   // Clear the composer only once the round has really opened (its user message arrived):
   // a refused send (say, while another run is going) keeps the text and the attachments.
