@@ -117,16 +117,19 @@ async def test_an_unreachable_model_fails_the_round_visibly() -> None:
     assert of(events, "task")[-1].status == "failed"
     answer = of(events, "message")[-1]
     assert answer.role == "assistant" and answer.status == "failed"
-    assert "model is unavailable" in answer.content
+    assert answer.content == "I could not finish this request. The model server at x refused."
     assert events[-1].type == "round" and events[-1].status == "failed"
-    assert events[-1].reason == "The model is unavailable."
+    assert events[-1].reason == "The model server at x refused."  # as the answer says it
 
 
 def assert_partial_answer_failed(events: list, partial: str) -> None:
     """The answer streamed before the model was lost is the round's one answer, failed, and
-    the round failed."""
+    says why it stops there, as the round's status does."""
     answers = [m for m in of(events, "message") if m.role == "assistant"]
-    assert [(a.content, a.status) for a in answers] == [(partial, "failed")]
+    why = events[-1].reason
+    assert why == "The model server at x broke off its answer."
+    said = f"{partial}\n\nI could not finish this answer. {why}"
+    assert [(a.content, a.status) for a in answers] == [(said, "failed")]
     assert events[-1].status == "failed"
 
 

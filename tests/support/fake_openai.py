@@ -43,7 +43,8 @@ class FakeReply:
     """A reply with more than content: an error status, a delay, explicit usage.
 
     `error` is the error message (or a full OpenAI error object) sent when `status` is not
-    200; `delay` waits before answering, `chunk_delay` between streamed chunks. `usage`
+    200; `delay` waits before answering, `chunk_delay` between streamed chunks, `stall`
+    after a streamed reply's first piece (a model that stops partway). `usage`
     overrides any of prompt_tokens, completion_tokens, total_tokens, cached_tokens.
     `headers` are added to the response (e.g. {"x-should-retry": "false"}). `finish_reason`
     "length" says the answer was cut off at its token limit.
@@ -55,6 +56,7 @@ class FakeReply:
     delay: float = 0.0
     usage: dict[str, int] | None = None
     chunk_delay: float = 0.0
+    stall: float = 0.0
     headers: dict[str, str] | None = None
     finish_reason: str = "stop"
 
@@ -395,7 +397,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         owner = self.server.owner
         for index, event in enumerate(_chunks(body, reply, number)):
-            if index and not owner._sleep(reply.chunk_delay):
+            stalls = index == 2 and reply.stall  # chunk 1 is the first piece
+            pause = reply.stall if stalls else reply.chunk_delay
+            if index and not owner._sleep(pause):
                 self.close_connection = True
                 return False
             self._write_chunk(f"data: {json.dumps(event)}\n\n".encode())

@@ -336,9 +336,10 @@ def failed_answer(ctx: RoundContext, documents: list[DocumentRef]) -> str:
     return "\n\n".join([head, *tasks, kept])
 
 
-def unavailable_answer(ctx: RoundContext) -> MessageEvent:
-    """The answer when the model could not be reached: short, the error says the rest."""
-    text = "I could not finish this request because the model is unavailable (see the error)."
+def unavailable_answer(ctx: RoundContext, reason: str) -> MessageEvent:
+    """The answer when the model could not be reached: why, as the error and the round's
+    status say it."""
+    text = f"I could not finish this request. {reason}"
     return MessageEvent(
         round=ctx.round,
         key=answer_key(ctx),

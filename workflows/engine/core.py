@@ -156,8 +156,8 @@ class TaskState:
         only otherwise `judged`, the grounded review's."""
         last = self.steps[-1] if self.steps else None
         if last and last.name and not last.observation.success and last.observation.error:
-            error = last.observation.error
-            return error if error.startswith(last.name) else f"{last.name}: {error}"
+            error = last.observation.error  # said of the action, unless it says which step
+            return error if error.startswith((last.name, "Step ")) else f"{last.name}: {error}"
         if self.stop_code not in MODEL_STOP_CODES and self.stop_reason:
             return self.stop_reason
         return judged or self.stop_reason

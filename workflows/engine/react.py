@@ -153,7 +153,10 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
     async for event in refine(ctx, step, decision):
         yield event
     verdict = decision.value or RefinementDecision(
-        decision="stop", reason="No valid refinement decision after one corrective retry."
+        decision="stop",
+        reason=with_cause(
+            "No valid refinement decision after one corrective retry", decision.error
+        ),
     )
     if verdict.decision == "continue" and verdict.criteriaMet:
         # The model judged the criteria met and still asked for more: a small model does

@@ -8,7 +8,7 @@ from typing import Literal
 
 from . import actionplan, react, thinking
 from .answer import answer_key, final_answer, unavailable_answer
-from .calls import ask, rejected_proposal
+from .calls import ask, rejected_proposal, with_cause
 from .catalog import catalog_check, task_catalog
 from .closing import OpenWork
 from .contracts import LLM, DocumentStore, ModelUnavailable, ToolExecutor
@@ -67,13 +67,16 @@ async def run_round(
             yield event
     except ModelUnavailable as error:
         # One message for the failure: the error says what failed and what to fix.
-        yield ErrorEvent(round=ctx.round, kind="model", message=str(error))
-        reason = "The model is unavailable."
+        reason = str(error)  # the status and the answer say it too: what to fix included
+        yield ErrorEvent(round=ctx.round, kind="model", message=reason)
         closing = opened.closing("failed", reason)
-        for event in closing:  # a partial answer among them keeps what was written
+        for event in closing:  # a partial answer among them keeps what was written, and why
+            if isinstance(event, MessageEvent) and event.key == answer_key(ctx):
+                cut = f"{event.content.rstrip()}\n\nI could not finish this answer. {reason}"
+                event = event.model_copy(update={"content": cut.lstrip()})
             yield event
         if not any(isinstance(e, MessageEvent) and e.key == answer_key(ctx) for e in closing):
-            yield unavailable_answer(ctx)
+            yield unavailable_answer(ctx, reason)
         ctx.outcome = ("failed", reason)
     status, reason = ctx.outcome
     yield RoundEvent(
@@ -133,14 +136,15 @@ def round_outcome(ctx: RoundContext) -> tuple[str, str]:
     )
     if len(ctx.tasks) == 1:
         head = "The task was not finished" if unfinished else "The task did not succeed"
-    return "failed", f"{head}: " + "; ".join(
-        f"Task {t.number}: {t.failure or t.stop_reason or t.status}" for t in failed
-    )
+    parts = [f"Task {t.number}: {t.failure or t.stop_reason or t.status}" for t in failed]
+    joined = parts[0] if len(parts) == 1 else "; ".join(part.rstrip(".") for part in parts)
+    return "failed", f"{head}: {joined}"
 
 
 def stop_summary(ctx: RoundContext) -> str:
     """Why each task stopped, in one line."""
-    return "; ".join(f"Task {t.number} {t.status}: {t.stop_reason}" for t in ctx.tasks)
+    parts = [f"Task {t.number} {t.status}: {t.stop_reason}" for t in ctx.tasks]
+    return parts[0] if len(parts) == 1 else "; ".join(part.rstrip(".") for part in parts)
 
 
 async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Event]:
@@ -253,7 +257,7 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
             reviewed: Out[TaskReview] = Out()
             async for event in review(ctx, task, reviewed):
                 yield event
-            verdict = grounded(task, reviewed.value)
+            verdict = grounded(task, reviewed.value, reviewed.error)
             if verdict.status == "success" and answers_with_review(ctx):  # the review's answer
                 task.answer = (getattr(reviewed.value, "answer", None) or "").strip()
         retrying = verdict.status == "retry" and task.attempt <= ctx.state.max_task_retries
@@ -296,15 +300,16 @@ def settled_by_refine(task: TaskState) -> TaskReview:
     )
 
 
-def grounded(task: TaskState, review: TaskReview | None) -> TaskReview:
+def grounded(task: TaskState, review: TaskReview | None, error: str = "") -> TaskReview:
     """The review checked against what happened: it may turn a success into a failure or a
     retry, never a failure into a success. (A task cut short with work left is incomplete
     whatever the review says: see `run_task`.)"""
     unsupported = task.facts()
-    if review is None:
+    if review is None:  # `error`: why the model gave none
         met = task.stop_code == "criteria_met" and not unsupported
         status: Literal["success", "failed"] = "success" if met else "failed"
-        reason = "No valid review after one corrective retry; judged by what the steps did"
+        reason = "No valid review after one corrective retry"
+        reason = with_cause(reason, error).rstrip(".") + "; judged by what the steps did"
         return TaskReview(
             status=status, reason=f"{reason}{': ' + unsupported if unsupported else '.'}"
         )

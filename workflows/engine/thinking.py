@@ -200,7 +200,7 @@ async def conclude(
     if finished:
         solution = thoughts[-1].current_thinking
     else:
-        plan = render_plan(thoughts[-1].planning) if thoughts else "(no plan)"
+        plan = (render_plan(thoughts[-1].planning) if thoughts else "") or "(no plan)"
         solution = f"I could not finish reasoning: {task.stop_reason}\n\nThe plan so far:\n{plan}"
     solution = unread_line(ctx) + solution  # attachments it could not read are said first
     status: TaskStatus = "success" if finished else "incomplete" if cut_short else "failed"
