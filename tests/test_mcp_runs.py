@@ -82,6 +82,8 @@ async def test_an_mcp_tool_is_chosen_approved_run_and_observed(alice, model, set
         "parameters": {"a": 2, "b": 40},
         "status": "waiting",
         "reason": "",
+        "documents": [],  # what it will read: nothing
+        "connection": None,
     }
     await communicator.send_json_to({"action": "approve", "approved": approved})
     events = await receive_until(communicator, is_final)
