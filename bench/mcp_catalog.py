@@ -1,7 +1,8 @@
 """PowerOn against LangGraph's prebuilt single-stage ReAct agent over real MCP tools.
 
-The task, the model server, the token counting, the simulated prefix cache and the latency
-model are bench/vs_react.py's. The catalog is the six built-in actions plus the tools a real
+The task, the model server, the corrected yardstick (tokens as billed, strict answers, caches
+warm and cold, the price sheets, per-stage prices) and the latency model are
+bench/vs_react.py's. The catalog is the six built-in actions plus the tools a real
 MCP server lists: the tests' stdio server (`tests/support/mcp_server.py --extra N`, written
 with the official SDK) started and listed through the product's own McpHub, so PowerOn sees
 them as it does in a run for a hosted provider with a prompt cache (`<server>.<tool>`, the
@@ -12,11 +13,12 @@ React, PowerOn Actionplan, PowerOn React with the catalog cut above 24 tools as 
 model gets it (what the cut saves, or costs, under a prefix cache), LangGraph (replaying
 React's actions).
 
-Printed: the tables of vs_react.py, Stage 1's request size per catalog size and its growth,
-and one verdict line per goal (cost with caching <= 0.4x LangGraph at >= 20 tools; Stage 1's
-request growing sub-linearly with the catalog).
+Printed: the tables of vs_react.py, Stage 1's request size per catalog size and its growth
+(a verdict: sub-linear), the cost ratios under every sheet, and vs_react.py's verdicts at the
+sizes measured.
 
     .venv/bin/python bench/mcp_catalog.py [--quick] [--runs N] [--sizes 20,50,100]
+        [--sheet gpt-4.1-mini] [--small-model NAME] [--small-kinds parameters,review]
 """
 
 from __future__ import annotations
@@ -34,16 +36,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import floors  # noqa: E402
+from bench import yardstick  # noqa: E402
 from bench.catalog_tools import builtin_tools, langchain_tools, openai_name  # noqa: E402
-from bench.vs_react import Model, Run, langgraph, poweron, task  # noqa: E402
-from bench.vs_react_report import (  # noqa: E402
-    SYSTEMS,
-    count,
-    print_tables,
-    rows,
-    tally,
-)
+from bench.model_server import Model  # noqa: E402
+from bench.rendering import count  # noqa: E402
+from bench.vs_react import Run, langgraph, poweron, work_for  # noqa: E402
+from bench.vs_react_report import SYSTEMS  # noqa: E402
 from tests.support import netguard  # noqa: E402
 from tests.support.fake_tool_calls import ToolCallServer  # noqa: E402
 from tests.support.mcp_servers import stdio_command  # noqa: E402
@@ -120,7 +118,9 @@ def as_langchain(
     return converted
 
 
-async def measure(sizes: list[int], runs: int, model: Model) -> tuple[list[Run], dict]:
+async def measure(
+    sizes: list[int], runs: int, model: Model, small_kinds: tuple[str, ...] = ()
+) -> tuple[list[Run], dict]:
     """Warm-up, then interleaved runs per size; also each size's catalog, whole and as a
     task's Stage 1 lists it (system message tokens)."""
     results: list[Run] = []
@@ -130,7 +130,7 @@ async def measure(sizes: list[int], runs: int, model: Model) -> tuple[list[Run],
             async with McpHub([server(size)]) as hub:
                 tools = await catalog(size, hub)
                 assert len(tools) == size, f"{len(tools)} tools listed, {size} wanted"
-                work = task(1)
+                work = work_for(size, 1)
                 view = task_view(tools, work.prompt)
                 catalogs[size] = (
                     count(system_message(tools)["content"]),
@@ -138,11 +138,16 @@ async def measure(sizes: list[int], runs: int, model: Model) -> tuple[list[Run],
                     len(view.shown) - (1 if view.hidden else 0),
                 )
                 for run in range(runs + 1):  # run 0: the unmeasured warm-up
-                    work = task(1_000 + size if run == 0 else run)
-                    react = await poweron("react", tools, work, run, fake, model)
-                    plan = await poweron("actionplan", tools, work, run, fake, model)
+                    work = work_for(size, run)
+                    react, plan = [
+                        await poweron(mode, tools, work, run, fake, model, small_kinds=small_kinds)
+                        for mode in ("react", "actionplan")
+                    ]
                     with cut_catalog():
-                        cut = await poweron("react", tools, work, run, fake, model, system="cut")
+                        cut = await poweron(
+                            "react", tools, work, run, fake, model, system="cut",
+                            small_kinds=small_kinds,
+                        )  # fmt: skip
                     assert react.trace is not None
                     model.traces[size, run] = react.trace
                     agent = await langgraph(
@@ -160,86 +165,73 @@ async def measure(sizes: list[int], runs: int, model: Model) -> tuple[list[Run],
 def stage_one(table: dict, system: str, size: int) -> float:
     """Input tokens per call that chooses actions (medians per kind, summed, per call)."""
     kinds = table[system, size].kinds
-    calls = sum(kinds[kind][0] for kind in STAGE_ONE[system] if kind in kinds)
-    tokens = sum(kinds[kind][1] for kind in STAGE_ONE[system] if kind in kinds)
+    calls = sum(kinds[kind].calls for kind in STAGE_ONE[system] if kind in kinds)
+    tokens = sum(kinds[kind].input for kind in STAGE_ONE[system] if kind in kinds)
     return tokens / calls if calls else float("nan")
 
 
 def first_request(table: dict, size: int) -> float:
     """LangGraph: median input tokens of one model call (every call carries every schema)."""
     kinds = table["langgraph", size].kinds
-    calls = sum(k[0] for k in kinds.values())
-    return sum(k[1] for k in kinds.values()) / calls if calls else float("nan")
+    calls = sum(k.calls for k in kinds.values())
+    return sum(k.input for k in kinds.values()) / calls if calls else float("nan")
 
 
-def report(table: dict, catalogs: dict, sizes: list[int], runs: int) -> None:
-    """Tables, Stage 1's size and growth, verdicts."""
-    print(
-        "PowerOn (engine, demo policy) vs LangGraph create_react_agent over a real MCP server's "
-        "tools (tests/support/mcp_server.py over stdio, listed by McpHub): extract notes, write "
-        "a report, answer; tokens, cache, prices and latency as in bench/vs_react.py"
-    )
-    print_tables(table, sizes, runs)
-    print(
-        "\nReact with the catalog cut for the task above 24 tools (as a local model gets it; a "
-        "provider with a prompt cache gets catalogs of up to 150 tools whole), against "
-        "LangGraph and React"
-    )
-    for size in sizes:
-        cut, react, agent = (table[s, size].medians for s in ("cut", "react", "langgraph"))
+def own_section(catalogs: dict, sizes: list[int]) -> Callable[[dict], None]:
+    """This bench's own figures, printed after the main tables: the cut catalog, Stage 1's
+    request size and its growth."""
+
+    def show(table: dict) -> None:
         print(
-            f"  {size:>3} tools: input {cut['input']:,.0f} ({cut['cached_share']:.0%} cached), "
-            f"cost {cut['cost']:,.0f} = {cut['cost'] / agent['cost']:.2f}x LangGraph, "
-            f"{cut['cost'] / react['cost']:.2f}x React with the whole catalog; uncached cost "
-            f"{cut['cost_uncached'] / react['cost_uncached']:.2f}x React's"
+            "\nReact with the catalog cut for the task above 24 tools (as a local model gets it; "
+            "a provider with a prompt cache gets catalogs of up to 150 tools whole), against "
+            "LangGraph and React"
         )
-    print(
-        "\nStage 1's request: o200k input tokens per call that chooses actions with the catalog "
-        "(React: task plan, select, refine; Actionplan: task plan, plan), LangGraph's per call; "
-        "the catalog's system message whole and as listed for the task"
-    )
-    for size in sizes:
-        whole, listed, shown = catalogs[size]
+        for size in sizes:
+            cut, react, agent = (table[s, size].medians for s in ("cut", "react", "langgraph"))
+            print(
+                f"  {size:>3} tools: input {cut['input']:,.0f} ({cut['cached_share']:.0%} "
+                f"cached), cost {cut['cost']:,.2f} = {cut['cost'] / agent['cost']:.2f}x "
+                f"LangGraph, {cut['cost'] / react['cost']:.2f}x React with the whole catalog; "
+                f"uncached cost {cut['cost_uncached'] / react['cost_uncached']:.2f}x React's"
+            )
         print(
-            f"  {size:>3} tools: React {stage_one(table, 'react', size):,.0f} (catalog cut "
-            f"{stage_one(table, 'cut', size):,.0f}), Actionplan "
-            f"{stage_one(table, 'actionplan', size):,.0f}, LangGraph per call "
-            f"{first_request(table, size):,.0f}; system message {whole:,} whole, {listed:,} "
-            f"when cut for the task ({shown} tools shown)"
+            "\nStage 1's request: input tokens (as billed) per call that chooses actions with the "
+            "catalog (React: task plan, select, refine; Actionplan: task plan, plan), "
+            "LangGraph's per call; the catalog's system message whole and as listed for the task"
         )
-    verdicts(table, sizes)
+        for size in sizes:
+            whole, listed, shown = catalogs[size]
+            print(
+                f"  {size:>3} tools: React {stage_one(table, 'react', size):,.0f} (catalog cut "
+                f"{stage_one(table, 'cut', size):,.0f}), Actionplan "
+                f"{stage_one(table, 'actionplan', size):,.0f}, LangGraph per call "
+                f"{first_request(table, size):,.0f}; system message {whole:,} whole, {listed:,} "
+                f"when cut for the task ({shown} tools shown)"
+            )
+        growth(table, sizes)
+
+    return show
 
 
-def verdicts(table: dict, sizes: list[int]) -> None:
-    """One line per goal."""
-    print("\nverdicts")
-    parts = []
-    at = [size for size in sizes if size >= 20]
-    for system in ("react", "actionplan", "cut"):
-        figures = [
-            (size, table[system, size].medians["cost"] / table["langgraph", size].medians["cost"])
-            for size in at
-        ]
-        met = all(figure <= 0.4 for _, figure in figures)
-        shown = ", ".join(f"{size}: {figure:.2f}x" for size, figure in figures)
-        parts.append(f"{SYSTEMS[system]} {'MET' if met else 'NOT MET'} ({shown})")
-    print("- cost with prefix caching <= 0.4x LangGraph at >= 20 tools: " + "; ".join(parts))
+def growth(table: dict, sizes: list[int]) -> None:
+    """Whether Stage 1's request grows sub-linearly with the catalog."""
     low, high = min(sizes), max(sizes)
     if low == high:
         return
-    growth = high / low
+    times = high / low
     parts = []
     for system in ("react", "actionplan", "cut", "langgraph"):
         size_of = stage_one if system != "langgraph" else None
         small = size_of(table, system, low) if size_of else first_request(table, low)
         large = size_of(table, system, high) if size_of else first_request(table, high)
         ratio = large / small
-        exponent = math.log(ratio) / math.log(growth)
+        exponent = math.log(ratio) / math.log(times)
         judged = system != "langgraph"  # LangGraph for comparison
         verdict = (" MET" if exponent < 1 else " NOT MET") if judged else ""
         parts.append(
             f"{SYSTEMS[system]}{verdict} ({low}: {small:,.0f}, {high}: {large:,.0f} tokens; "
-            f"{ratio:.2f}x for {growth:g}x the tools, exponent {exponent:.2f})"
+            f"{ratio:.2f}x for {times:g}x the tools, exponent {exponent:.2f})"
         )
     print("- Stage 1's request grows sub-linearly with the catalog (exponent < 1): "
           + "; ".join(parts))  # fmt: skip
@@ -251,6 +243,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sizes", default="20,50,100")
     parser.add_argument("--latency-scale", type=float, default=None, help="1.0; 0.1 with --quick")
+    yardstick.options(parser)
     args = parser.parse_args()
     sizes = [20, 100] if args.quick else [int(n) for n in args.sizes.split(",")]
     runs = 1 if args.quick else args.runs
@@ -258,11 +251,17 @@ def main() -> None:
     engine_llm.ALLOW_REMOTE_MODEL_REQUESTS = False
     model = Model(scale)
     started = time.perf_counter()
+    small_kinds = yardstick.small_kinds(args)
     with netguard.guarded():
-        results, catalogs = asyncio.run(measure(sizes, runs, model))
-    table = rows(results, tally(model.calls, results))
-    report(table, catalogs, sizes, runs)
-    floors.report(model.calls, results, table, sizes, systems=("react", "actionplan", "cut"))
+        results, catalogs = asyncio.run(measure(sizes, runs, model, small_kinds))
+    print(
+        "Over a real MCP server's tools (tests/support/mcp_server.py over stdio, listed by "
+        "McpHub); everything else as in bench/vs_react.py"
+    )
+    systems = ("react", "actionplan", "cut")
+    yardstick.report(
+        model.calls, results, sizes, runs, scale, args, systems, own_section(catalogs, sizes)
+    )
     for error in model.errors:
         print(f"model server error: {error}")
     print(f"took {time.perf_counter() - started:.0f} s")

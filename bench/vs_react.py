@@ -9,59 +9,48 @@ the engine's own prompts), then `langgraph.prebuilt.create_react_agent` with `Ch
 the server calling the same tools with the same arguments in the order the React run did,
 the tools returning the same observations, the final answer the same text.
 
-Tokens are counted at the server from the recorded request bodies with the real o200k
-tokenizer. A request is serialised as: its `tools` (LangGraph) or `response_format`
-(PowerOn) as compact JSON first, then each message as "role: content", a tool call as
-"name arguments" (providers count tools and schemas as input, ahead of the messages); an
-answer's JSON is counted as a model writes it (a dash as itself, not as a \\u escape). A
-provider's prefix cache is simulated per system: the cached part of a request is its longest
-common token prefix with any earlier request of that system in this process, rounded down to
-a multiple of 128 and counted only from 1,024 tokens. Each run has its own notes and request,
-so runs share only what every task shares; each size starts with an unmeasured warm-up run
-per system (no latency), as a provider serving many tasks would have it. Model latency: 400 ms
-+ 15 ms per output token (streamed answers spread it over their words), times --latency-scale.
-Time to answer = from the start to the whole final answer.
+Every request is recorded at the server and priced afterwards on the corrected yardstick
+(bench/yardstick.py): tokens as the provider renders and bills the request (OpenAI's tools as
+its TypeScript-like namespace, a response format as its schema ahead of the system message;
+Anthropic's as JSON after its tool-use prompt: bench/rendering.py), answers as strict mode
+writes them on both sides (every required key, compact: bench/written.py), a provider's cache
+per system, catalog size and model, warm (across a size's tasks, after an unmeasured warm-up
+task) and cold (per task) (bench/caching.py), price sheets from genai-prices for
+gpt-4.1-mini, gpt-5-mini, Claude Haiku 4.5 and Claude Sonnet 4.5 beside the old simple sheet
+(bench/sheets.py), per-stage figures with a small model priced for the requests that name it
+(the bench names it for --small-kinds), and the earlier yardstick's figures for continuity.
+Every size has its own tasks. Model latency: 400 ms + 15 ms per output token (streamed
+answers spread it over their words), times --latency-scale. Time to answer = from the start
+to the whole final answer.
 
-    .venv/bin/python bench/vs_react.py [--quick] [--runs N] [--latency-scale S]
+    .venv/bin/python bench/vs_react.py [--quick] [--runs N] [--sizes 6,20,50,100]
+        [--latency-scale S] [--sheet gpt-4.1-mini] [--small-model NAME]
+        [--small-kinds parameters,review]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import sys
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from pydantic import RootModel
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import floors  # noqa: E402
-from bench.catalog_tools import catalog, langchain_tools, openai_name  # noqa: E402
-from bench.vs_react_report import (  # noqa: E402
-    LATENCY_BASE,
-    LATENCY_PER_TOKEN,
-    PLOTS,
-    SYSTEMS,
-    count,
-    plot,
-    report,
-    rows,
-    tally,
-)
+from bench import yardstick  # noqa: E402
+from bench.catalog_tools import catalog, langchain_tools  # noqa: E402
+from bench.model_server import KindRecordingLLM, Model, Trace, model_id  # noqa: E402
+from bench.vs_react_report import PLOTS, SYSTEMS  # noqa: E402
 from tests.support import netguard  # noqa: E402
-from tests.support.fake_openai import FakeReply  # noqa: E402
-from tests.support.fake_tool_calls import ToolCallServer, tool_calls  # noqa: E402
+from tests.support.fake_tool_calls import ToolCallServer  # noqa: E402
 from workflows.engine import llm as engine_llm  # noqa: E402
 from workflows.engine.controls import AutoControls  # noqa: E402
-from workflows.engine.demo import DemoLLM  # noqa: E402
 from workflows.engine.events import ActEvent, MessageEvent, ObserveEvent, RoundEvent  # noqa: E402
 from workflows.engine.prompts import render_documents, render_observation, system_message  # noqa: E402
 from workflows.engine.round import run_round  # noqa: E402
@@ -128,105 +117,6 @@ def task(number: int) -> Task:
     return Task(prompt, f"{topic.replace(' ', '_')}_{day}.md", "\n".join(lines).encode())
 
 
-# --- The model behind the server -----------------------------------------------------------
-
-
-@dataclass
-class Trace:
-    """What a PowerOn React run did, for LangGraph to do the same."""
-
-    actions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    observations: list[str] = field(default_factory=list)
-    final: str = ""
-
-
-@dataclass
-class Call:
-    """One request the server answered."""
-
-    system: str
-    size: int
-    run: int
-    kind: str
-    body: dict[str, Any]
-    output_tokens: int
-    content: str = ""
-    """The answer's text (a structured answer's JSON); LangGraph's tool calls are left out."""
-    structured: bool = False
-
-
-class AnyAnswer(RootModel[dict[str, Any]]):
-    """Whatever the demo policy answers; the engine validates it."""
-
-
-class Model:
-    """The server's answers: the demo policy for PowerOn (reading the messages as the demo
-    model does), the React run's trace for LangGraph.
-
-    The model id of each request says whose it is: "system/size/run" (run 0: warm-up).
-    """
-
-    def __init__(self, latency_scale: float) -> None:
-        self.latency_scale = latency_scale
-        self.kinds: dict[str, str] = {}
-        """Response-format schema name -> the engine's call kind (learnt from the engine)."""
-        self.traces: dict[tuple[int, int], Trace] = {}
-        self.calls: list[Call] = []
-        self.errors: list[str] = []
-
-    def __call__(self, body: dict[str, Any]) -> FakeReply:
-        system, size, run = body["model"].split("/")
-        messages = body["messages"]
-        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
-        try:
-            if body.get("tools"):
-                kind, content, tokens = self.agent_turn(self.traces[int(size), int(run)], messages)
-            elif schema:
-                kind = self.kinds.get(schema, schema)
-                answer = DemoLLM().complete(messages, output=AnyAnswer, kind=kind)
-                content = json.dumps(asyncio.run(answer).value.root, ensure_ascii=False)
-                tokens = count(content)
-            else:
-                kind = "final" if body.get("stream") else "text"
-                content = asyncio.run(DemoLLM().complete_text(messages, kind=kind)).text
-                tokens = count(content)
-        except Exception as error:
-            self.errors.append(f"{body['model']} {schema or 'text'}: {error!r}")
-            raise
-        written = content if isinstance(content, str) else ""
-        self.calls.append(
-            Call(system, int(size), int(run), kind, body, tokens, written, bool(schema))
-        )
-        scale = self.latency_scale if int(run) else 0.0
-        delay = scale * (LATENCY_BASE + LATENCY_PER_TOKEN * tokens)
-        if not body.get("stream"):
-            return FakeReply(content=content, delay=delay)
-        pieces = max(1, len(str(content).split()))  # the server streams a word per chunk
-        spread = scale * LATENCY_PER_TOKEN * tokens / (pieces + 2)
-        return FakeReply(content=content, delay=scale * LATENCY_BASE, chunk_delay=spread)
-
-    def agent_turn(self, trace: Trace, messages: list[dict[str, Any]]) -> tuple[str, Any, int]:
-        """The next tool call of the trace, or its final answer once every tool has run."""
-        done = sum(message["role"] == "tool" for message in messages)
-        if done < len(trace.actions):
-            name, arguments = trace.actions[done]
-            tokens = count(openai_name(name)) + count(json.dumps(arguments, ensure_ascii=False))
-            return "tool call", tool_calls((openai_name(name), arguments)), tokens
-        return "final", trace.final, count(trace.final)
-
-
-class KindRecordingLLM(engine_llm.OpenAICompatibleLLM):
-    """The engine's real client; it also tells the server which call kind each schema is."""
-
-    def __init__(self, *, kinds: dict[str, str], **options: Any) -> None:
-        super().__init__(**options)
-        self.kinds = kinds
-
-    async def complete(self, messages: Any, *, output: Any, kind: str, **options: Any) -> Any:
-        self.kinds[output.__name__] = kind
-        return await super().complete(messages, output=output, kind=kind, **options)
-
-
 # --- One run of each system ----------------------------------------------------------------
 
 
@@ -260,9 +150,11 @@ async def poweron(
     model: Model,
     *,
     system: str = "",
+    small_kinds: tuple[str, ...] = (),
 ) -> Run:
     """One round of the real engine; the trace of what it did (`system`: the name it is
-    reported under, the mode by default)."""
+    reported under, the mode by default; `small_kinds`: the call kinds whose requests name
+    the small model)."""
     system = system or mode
     store, trace = uploaded(work), Trace()
     uses_documents = {tool.name for tool in tools if tool.uses_documents}
@@ -271,8 +163,8 @@ async def poweron(
     seconds, completed, reported = 0.0, False, False
     methods: dict[int, str] = {}
     async with KindRecordingLLM(
-        kinds=model.kinds, base_url=server.url, api_key="sk-bench",
-        model=f"{system}/{len(tools)}/{run}", max_retries=0,
+        kinds=model.kinds, outputs=model.outputs, small_kinds=small_kinds, base_url=server.url,
+        api_key="sk-bench", model=model_id("main", system, len(tools), run), max_retries=0,
     ) as llm:  # fmt: skip
         started = time.perf_counter()
         executor = FakeToolExecutor(tools=tools)
@@ -323,7 +215,8 @@ async def langgraph(
         return trace.observations[index] if index < len(trace.observations) else "{}"
 
     chat = ChatOpenAI(
-        model=f"langgraph/{len(tools)}/{run}", base_url=server.url, api_key="sk-bench",
+        model=model_id("main", "langgraph", len(tools), run), base_url=server.url,
+        api_key="sk-bench",
         max_retries=0, temperature=0,
     )  # fmt: skip
     with warnings.catch_warnings():
@@ -344,16 +237,28 @@ async def langgraph(
     return Run("langgraph", len(tools), run, seconds, ran, solved, tuple(executed))
 
 
-async def measure(sizes: list[int], runs: int, model: Model) -> list[Run]:
+def work_for(size: int, run: int) -> Task:
+    """The task of one run at one catalog size: every size has its own tasks (run 0: the
+    warm-up), so nothing one size's tasks share can be cached for another."""
+    return task(size * 1_000 + run)
+
+
+async def measure(
+    sizes: list[int], runs: int, model: Model, small_kinds: tuple[str, ...] = ()
+) -> list[Run]:
     """Warm-up, then interleaved runs: React, Actionplan, LangGraph (it replays React's)."""
     results: list[Run] = []
     with ToolCallServer([model] * 1_000_000) as server:
         for size in sizes:
             tools = catalog(size)
             for run in range(runs + 1):  # run 0: the unmeasured warm-up
-                work = task(1_000 + size if run == 0 else run)
-                react = await poweron("react", tools, work, run, server, model)
-                plan = await poweron("actionplan", tools, work, run, server, model)
+                work = work_for(size, run)
+                react = await poweron(
+                    "react", tools, work, run, server, model, small_kinds=small_kinds
+                )
+                plan = await poweron(
+                    "actionplan", tools, work, run, server, model, small_kinds=small_kinds
+                )
                 assert react.trace is not None
                 model.traces[size, run] = react.trace
                 agent = await langgraph(tools, work, run, server, react.trace)
@@ -372,6 +277,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sizes", default="6,20,50,100")
     parser.add_argument("--latency-scale", type=float, default=None, help="1.0; 0.1 with --quick")
+    yardstick.options(parser)
     args = parser.parse_args()
     sizes = [6, 20] if args.quick else [int(n) for n in args.sizes.split(",")]
     runs = 1 if args.quick else args.runs
@@ -379,17 +285,18 @@ def main() -> None:
     engine_llm.ALLOW_REMOTE_MODEL_REQUESTS = False
     model = Model(scale)
     started = time.perf_counter()
+    small_kinds = yardstick.small_kinds(args)
     with netguard.guarded():
-        results = asyncio.run(measure(sizes, runs, model))
-    table = rows(results, tally(model.calls, results))
-    report(table, results, sizes, runs, scale)
-    floors.report(model.calls, results, table, sizes)
+        results = asyncio.run(measure(sizes, runs, model, small_kinds))
+    tables = yardstick.report(model.calls, results, sizes, runs, scale, args)
     for error in model.errors:
         print(f"model server error: {error}")
     if args.quick:  # the README shows the full run's plots: a quick one leaves them be
         print("\nplots: not written by a --quick run")
     else:
-        plot(table, sizes, scale)
+        from bench.vs_react_plots import plot
+
+        plot(tables.warm, tables.cold, sizes, tables.pricing)
         print(f"\nplots: {PLOTS / 'vs_react_cost.png'}, {PLOTS / 'vs_react_time.png'}")
     print(f"took {time.perf_counter() - started:.0f} s")
 

@@ -1,203 +1,63 @@
-"""The report of bench/vs_react.py: tokens counted with o200k, a provider's prefix cache
-simulated, cost, medians and ratios per system and catalog size, verdicts and plots."""
+"""The report of bench/vs_react.py (and bench/mcp_catalog.py): the tables per catalog size
+under one price sheet and cache, tokens and time per call kind, the cost ratios under every
+sheet with a warm and a cold cache, the earlier yardstick's beside them, and the verdicts."""
 
 from __future__ import annotations
 
-import json
-import statistics
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import bpe_openai
-import numpy as np
+from bench.tally import Pricing, Renders, old_tally, rows, tally
 
 if TYPE_CHECKING:
-    from bench.vs_react import Call, Run
+    from bench.model_server import Call
+    from bench.vs_react import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = {"react": "PowerOn React", "actionplan": "PowerOn Actionplan", "langgraph": "LangGraph"}
-PRICE_INPUT, PRICE_CACHED, PRICE_OUTPUT = 1.0, 0.1, 4.0
-CACHE_MIN, CACHE_STEP = 1_024, 128
 LATENCY_BASE, LATENCY_PER_TOKEN = 0.4, 0.015
-ENCODING = bpe_openai.get_encoding("o200k_base")
 PLOTS = ROOT / "bench" / "plots"
+KINDS = {
+    "taskplan": "task plan", "select": "Stage 1", "actionplan": "Stage 1 (plan)",
+    "parameters": "Stage 2", "refine": "refine", "review": "review", "thought": "thought",
+    "tool call": "tool call", "final": "answer",
+}  # fmt: skip
+"""The engine's call kinds as the report names them, in the order a run makes them."""
+COST_GOALS = {
+    "actionplan": {6: 1.0, 20: 0.8, 50: 0.6, 100: 0.45},
+    "react": {6: 1.4, 20: 1.2, 50: 0.9, 100: 0.7},
+}
+"""Cost ÷ LangGraph's, gpt-4.1-mini sheet, warm cache (issue 27)."""
+STAGE_GOALS = {"actionplan": {6: 0.8}, "react": {20: 1.0}}
+"""The same with a small model at its own price for Stage 2 and the review."""
+TIME_GOALS, OUTPUT_GOALS = {"react": 1.5, "actionplan": 1.3}, {"react": 210, "actionplan": 195}
 
 
-def count(text: str) -> int:
-    """o200k tokens of a text."""
-    return len(ENCODING.encode_ordinary(text))
+def priced(calls: list[Call], results: list[Run], pricing: Pricing, renders: Renders) -> dict:
+    """(system, size) -> Row under one pricing."""
+    return rows(results, tally(calls, results, pricing, renders))
 
 
-# --- Tokens and cost -----------------------------------------------------------------------
+def old_table(calls: list[Call], results: list[Run]) -> dict:
+    """(system, size) -> Row on the earlier yardstick."""
+    return rows(results, old_tally(calls, results))
 
 
-def serialised(body: dict[str, Any]) -> str:
-    """A request as a provider counts it: tools or response format first, then the messages."""
-    head = body.get("tools") or body.get("response_format")
-    parts = [json.dumps(head, separators=(",", ":"), ensure_ascii=False)] if head else []
-    for message in body["messages"]:
-        parts.append(f"{message['role']}: {message.get('content') or ''}")
-        for call in message.get("tool_calls") or []:
-            parts.append(f"{call['function']['name']} {call['function']['arguments']}")
-    return "\n".join(parts)
-
-
-class PrefixCache:
-    """A provider's prompt cache: the longest token prefix shared with any earlier request."""
-
-    def __init__(self) -> None:
-        self.seen: list[np.ndarray] = []
-
-    def cached(self, tokens: np.ndarray) -> int:
-        """Cached tokens of this request (then remember it)."""
-        best = 0
-        for earlier in self.seen:
-            n = min(len(earlier), len(tokens))
-            if n <= best:
-                continue
-            different = np.flatnonzero(earlier[:n] != tokens[:n])
-            best = max(best, int(different[0]) if different.size else n)
-        self.seen.append(tokens)
-        hit = best // CACHE_STEP * CACHE_STEP
-        return hit if hit >= CACHE_MIN else 0
-
-
-@dataclass
-class Tally:
-    """What one run of one system cost, and what it did."""
-
-    calls: int = 0
-    input: int = 0
-    cached: int = 0
-    output: int = 0
-    kinds: Counter = field(default_factory=Counter)
-    kind_input: Counter = field(default_factory=Counter)
-    """Input tokens per call kind."""
-    kind_output: Counter = field(default_factory=Counter)
-    """Output tokens per call kind."""
-    actions: int = 0
-    seconds: float = 0.0
-
-    @property
-    def cost(self) -> float:
-        uncached = self.input - self.cached
-        return uncached * PRICE_INPUT + self.cached * PRICE_CACHED + self.output * PRICE_OUTPUT
-
-    @property
-    def cost_uncached(self) -> float:
-        return self.input * PRICE_INPUT + self.output * PRICE_OUTPUT
-
-    @property
-    def cached_share(self) -> float:
-        return self.cached / self.input if self.input else 0.0
-
-    @property
-    def per_action(self) -> float:
-        return self.calls / max(1, self.actions)
-
-
-def tally(calls: list[Call], results: list[Run]) -> dict[tuple[str, int, int], Tally]:
-    """Per (system, size, run): calls, tokens and cost, requests priced in arrival order."""
-    caches: dict[str, PrefixCache] = defaultdict(PrefixCache)
-    tallies: dict[tuple[str, int, int], Tally] = defaultdict(Tally)
-    for call in calls:
-        tokens = np.array(ENCODING.encode_ordinary(serialised(call.body)), dtype=np.int64)
-        entry = tallies[call.system, call.size, call.run]
-        entry.calls += 1
-        entry.input += len(tokens)
-        entry.cached += caches[call.system].cached(tokens)
-        entry.output += call.output_tokens
-        entry.kinds[call.kind] += 1
-        entry.kind_input[call.kind] += len(tokens)
-        entry.kind_output[call.kind] += call.output_tokens
-    for run in results:
-        entry = tallies[run.system, run.size, run.run]
-        entry.actions, entry.seconds = run.actions, run.seconds
-    return tallies
-
-
-# --- Report --------------------------------------------------------------------------------
-
-
-@dataclass
-class Row:
-    """One system at one size: medians over its solved runs."""
-
-    solved: str
-    medians: dict[str, float]
-    kinds: dict[str, tuple[float, float]]
-    """Kind -> (calls, input tokens, output tokens)."""
-
-
-def rows(results: list[Run], tallies: dict[tuple[str, int, int], Tally]) -> dict:
-    """(system, size) -> Row."""
-    table = {}
-    for system in SYSTEMS:
-        for size in sorted({r.size for r in results}):
-            mine = [r for r in results if r.system == system and r.size == size]
-            good = [tallies[system, size, r.run] for r in mine if r.solved]
-            good = good or [tallies[system, size, r.run] for r in mine]
-            names = {kind for t in good for kind in t.kinds}
-            table[system, size] = Row(
-                solved=f"{sum(r.solved for r in mine)}/{len(mine)}",
-                medians={
-                    name: statistics.median(getattr(t, name) for t in good)
-                    for name in [*METRICS, "actions"]
-                },
-                kinds={
-                    kind: (
-                        statistics.median(t.kinds[kind] for t in good),
-                        statistics.median(t.kind_input[kind] for t in good),
-                        statistics.median(t.kind_output[kind] for t in good),
-                    )
-                    for kind in names
-                },
-            )
-    return table
-
+# --- Tables --------------------------------------------------------------------------------
 
 COLUMNS = [
     ("calls", "calls", "{:.0f}"), ("per_action", "calls/act", "{:.2f}"),
     ("input", "input", "{:,.0f}"), ("cached_share", "cached", "{:.0%}"),
-    ("output", "output", "{:,.0f}"), ("cost_uncached", "uncached", "{:,.0f}"),
-    ("cost", "cost", "{:,.0f}"), ("seconds", "answer s", "{:.2f}"),
+    ("output", "output", "{:,.0f}"), ("cost_uncached", "uncached", "{:,.2f}"),
+    ("cost", "cost", "{:,.2f}"), ("seconds", "answer s", "{:.2f}"),
 ]  # fmt: skip
-METRICS = [name for name, _, _ in COLUMNS]
 RATIOS = {"calls", "per_action", "input", "output", "cost_uncached", "cost", "seconds"}
 
 
-def print_tables(table: dict, sizes: list[int], runs: int) -> None:
-    head = f"{'':<22}{'solved':>7}{'actions':>8}" + "".join(f"{t:>11}" for _, t, _ in COLUMNS)
-    for size in sizes:
-        print(f"\n{size} tools (medians of {runs} run(s) per system)")
-        print(head)
-        for system, label in SYSTEMS.items():
-            row = table[system, size]
-            cells = "".join(f"{fmt.format(row.medians[name]):>11}" for name, _, fmt in COLUMNS)
-            print(f"{label:<22}{row.solved:>7}{row.medians['actions']:>8.0f}{cells}")
-        for system in ("react", "actionplan"):
-            mine, theirs = table[system, size], table["langgraph", size]
-            cells = "".join(
-                f"{ratio(mine.medians[name], theirs.medians[name]):>11}"
-                if name in RATIOS else f"{'':>11}"
-                for name, _, _ in COLUMNS
-            )  # fmt: skip
-            print(f"{SYSTEMS[system].removeprefix('PowerOn ') + ' / LangGraph':<22}{'':>15}{cells}")
-        for system in ("react", "actionplan"):
-            kinds = table[system, size].kinds
-            print(f"  {SYSTEMS[system]} calls (input tokens) per kind: " + ", ".join(
-                f"{kind} {kinds[kind][0]:g} ({kinds[kind][1]:,.0f})"
-                for kind in sorted(kinds, key=kind_order)
-            ))  # fmt: skip
-
-
 def kind_order(kind: str) -> tuple[int, str]:
-    order = [
-        "taskplan", "actionplan", "select", "parameters", "refine", "review", "tool call", "final"
-    ]  # fmt: skip
+    order = list(KINDS)
     return (order.index(kind) if kind in order else len(order), kind)
 
 
@@ -205,163 +65,170 @@ def ratio(mine: float, theirs: float) -> str:
     return f"{mine / theirs:.2f}x" if theirs else "-"
 
 
-def verdicts(table: dict, sizes: list[int]) -> None:
-    """One line per goal: met or not, with the figures (per catalog size) it was judged on."""
+def print_tables(table: dict, sizes: list[int], runs: int, pricing: Pricing) -> None:
+    """Per size: each system's medians, PowerOn's ratios to LangGraph, and per call kind."""
+    systems = [s for s in SYSTEMS if any((s, size) in table for size in sizes)]
+    unit = pricing.main.unit
+    print(f"\nunder {pricing.label} (cost in {unit})")
+    wide = max(len(SYSTEMS[s].removeprefix("PowerOn ")) + 13 for s in systems)
+    head = f"{'':<{wide}}{'solved':>7}{'actions':>8}" + "".join(f"{t:>11}" for _, t, _ in COLUMNS)
+    for size in sizes:
+        print(f"\n{size} tools (medians of {runs} run(s) per system)")
+        print(head)
+        for system in systems:
+            row = table[system, size]
+            cells = "".join(f"{fmt.format(row.medians[name]):>11}" for name, _, fmt in COLUMNS)
+            print(f"{SYSTEMS[system]:<{wide}}{row.solved:>7}{row.medians['actions']:>8.0f}{cells}")
+        for system in systems:
+            if system == "langgraph":
+                continue
+            mine, theirs = table[system, size], table["langgraph", size]
+            cells = "".join(
+                f"{ratio(mine.medians[name], theirs.medians[name]):>11}"
+                if name in RATIOS else f"{'':>11}"
+                for name, _, _ in COLUMNS
+            )  # fmt: skip
+            label = SYSTEMS[system].removeprefix("PowerOn ") + " / LangGraph"
+            print(f"{label:<{wide}}{'':>15}{cells}")
+        print("  per call kind: calls, input tokens (cached), output tokens, model seconds")
+        for system in systems:
+            kinds = table[system, size].kinds
+            print(f"  {SYSTEMS[system]}: " + "; ".join(
+                f"{KINDS.get(kind, kind)} {k.calls:g}x {k.input:,.0f} ({k.cached:,.0f}) "
+                f"{k.output:,.0f} {k.seconds:.2f} s"
+                for kind, k in sorted(kinds.items(), key=lambda item: kind_order(item[0]))
+            ))  # fmt: skip
 
-    def value(system: str, size: int, name: str, per: str | None = "langgraph") -> float:
-        mine = table[system, size].medians[name]
-        theirs = table[per, size].medians[name] if per else 1.0
-        return mine / theirs if theirs else float("inf")
 
-    def line(
-        goal: str,
-        limit: Callable[[int], float],
-        name: str,
-        per: str | None = "langgraph",
-        who: tuple[str, ...] = ("react", "actionplan"),
-        at: list[int] = sizes,
-    ) -> None:
-        parts = []
-        for system in who:
-            figures = [(size, value(system, size, name, per)) for size in at]
-            met = all(figure <= limit(size) for size, figure in figures)
-            shown = ", ".join(f"{size}: {figure:.2f}" for size, figure in figures)
-            parts.append(f"{SYSTEMS[system]} {'MET' if met else 'NOT MET'} ({shown})")
-        print(f"- {goal}: " + "; ".join(parts))
+def cost_ratio(table: dict, system: str, size: int) -> float:
+    theirs = table["langgraph", size].medians["cost"]
+    return table[system, size].medians["cost"] / theirs if theirs else float("inf")
 
-    print("\nverdicts (the figures per catalog size)")
-    line(
-        "cost with caching <= 0.7x LangGraph at 6 tools, <= 0.4x at >= 20",
-        lambda size: 0.7 if size < 20 else 0.4,
-        "cost",
-    )
-    if 6 in sizes:
-        line(
-            "raw o200k input tokens <= 0.55x LangGraph at 6 tools", lambda _: 0.55, "input", at=[6]
+
+def summary(
+    tables: dict[str, dict], sizes: list[int], systems: tuple[str, ...] = ("react", "actionplan")
+) -> None:
+    """Cost ÷ LangGraph's under every pricing, one line each."""
+    names = " / ".join(SYSTEMS[s].removeprefix("PowerOn ") for s in systems)
+    print(f"\ncost per solved task ÷ LangGraph's ({names}), medians")
+    wide, cell = max(map(len, tables)) + 2, 7 * len(systems) + 3
+    print(f"{'':<{wide}}" + "".join(f"{f'{size} tools':>{cell}}" for size in sizes))
+    for label, table in tables.items():
+        cells = "".join(
+            f"{' / '.join(f'{cost_ratio(table, s, size):.2f}' for s in systems):>{cell}}"
+            for size in sizes
         )
-    line(
-        "React cost <= 1.2x Actionplan cost (ratio)",
-        lambda _: 1.2,
-        "cost",
-        "actionplan",
-        who=("react",),
+        print(f"{label:<{wide}}{cells}")
+
+
+def actions(results: list[Run]) -> None:
+    print("\nactions run, over every size and run (the same everywhere unless listed apart)")
+    for system, label in SYSTEMS.items():
+        sequences = Counter(r.methods for r in results if r.system == system)
+        if sequences:
+            print(f"  {label}: " + "; ".join(
+                f"{' -> '.join(methods) or '(none)'} x{n}" for methods, n in sequences.items()
+            ))  # fmt: skip
+
+
+# --- Verdicts ------------------------------------------------------------------------------
+
+
+def goal_line(
+    goal: str,
+    figures: Callable[[str, int], float],
+    limits: dict[str, dict[int, float]],
+    shape: str = "{:.2f}",
+) -> None:
+    """One goal: per system MET or NOT MET, with the figure per catalog size."""
+    parts = []
+    for system, limit in limits.items():
+        shown = [(size, figures(system, size)) for size in limit]
+        if not shown:
+            continue
+        met = all(value <= limit[size] for size, value in shown)
+        text = ", ".join(
+            f"{size}: {shape.format(value)} (<= {limit[size]:g})" for size, value in shown
+        )
+        parts.append(f"{SYSTEMS[system]} {'MET' if met else 'NOT MET'} ({text})")
+    print(f"- {goal}: " + "; ".join(parts))
+
+
+def verdicts(
+    main: dict, stage: dict | None, others: dict[str, dict], sizes: list[int], stage_label: str
+) -> None:
+    """The goals of issue 27 on the corrected yardstick (gpt-4.1-mini, warm cache), and the
+    cost goal under the other pricings for comparison."""
+
+    def at(limits: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:
+        return {s: {n: v for n, v in limit.items() if n in sizes} for s, limit in limits.items()}
+
+    print("\nverdicts (corrected yardstick; the figures per catalog size)")
+    goal_line(
+        "cost <= Actionplan 1.0/0.8/0.6/0.45x, React 1.4/1.2/0.9/0.7x LangGraph's at "
+        "6/20/50/100 tools (gpt-4.1-mini, warm cache)",
+        lambda s, n: cost_ratio(main, s, n),
+        at(COST_GOALS),
     )
-    line("model calls per action <= 2", lambda _: 2.0, "per_action", None)
-    line("time to the final answer <= LangGraph's (ratio)", lambda _: 1.0, "seconds")
+    if stage is None:
+        print("- per-stage models: not measured (no small model given)")
+    else:
+        goal_line(
+            f"per-stage models ({stage_label}): Actionplan <= 0.8x at 6 tools, React <= 1.0x at 20",
+            lambda s, n: cost_ratio(stage, s, n),
+            at(STAGE_GOALS),
+        )
+    goal_line(
+        "time to the answer <= React 1.5x, Actionplan 1.3x LangGraph's",
+        lambda s, n: main[s, n].medians["seconds"] / main["langgraph", n].medians["seconds"],
+        {s: dict.fromkeys(sizes, limit) for s, limit in TIME_GOALS.items()},
+    )
+    goal_line(
+        "output tokens per solved task <= 210 (React), 195 (Actionplan)",
+        lambda s, n: main[s, n].medians["output"],
+        {s: dict.fromkeys(sizes, float(limit)) for s, limit in OUTPUT_GOALS.items()},
+        "{:.0f}",
+    )
+    for label, table in others.items():
+        goal_line(
+            f"for comparison, the cost goal under {label}",
+            lambda s, n, t=table: cost_ratio(t, s, n),  # type: ignore[misc]
+            at(COST_GOALS),
+        )
 
 
-def report(table: dict, results: list[Run], sizes: list[int], runs: int, scale: float) -> None:
-    """The assumptions, a table per catalog size, the actions run and the verdicts."""
+def header(scale: float, pricings: list[Pricing], small_kinds: tuple[str, ...]) -> None:
+    """The yardstick, said once."""
     print(
         "PowerOn (engine, demo policy) vs LangGraph create_react_agent: extract notes, write a "
         "report, answer"
     )
     print(
-        f"tokens: o200k of tools/response_format JSON + messages; prefix cache per system: "
-        f"longest shared prefix with any earlier request, floor to {CACHE_STEP}, from "
-        f"{CACHE_MIN:,}; price per token: input {PRICE_INPUT:g}, cached {PRICE_CACHED:g}, "
-        f"output {PRICE_OUTPUT:g}; latency {LATENCY_BASE * 1000 * scale:.0f} ms + "
-        f"{LATENCY_PER_TOKEN * 1000 * scale:g} ms per output token"
+        "tokens (bench/rendering.py): o200k of each request as its provider renders it: OpenAI "
+        "— tools as the TypeScript-like 'namespace functions' (harmony's layout, checked "
+        "against the cookbook's estimator below), a response format as harmony's '# Response "
+        "Formats' with the schema in compact JSON ahead of the system message, messages framed "
+        "as the cookbook counts them; Anthropic — tools and schemas as compact JSON after the "
+        "tool-use prompt (346 tokens; 313 assumed for a schema), breakpoint after the system "
+        "message. Output (bench/written.py): strict mode's JSON — every required key, schema "
+        "order, compact — on both sides; a tool call = name + compact arguments + 3"
     )
     print(
-        "a request = its tools (LangGraph) or response_format (PowerOn) as compact JSON, then "
-        "'role: content' per message and 'name arguments' per tool call; each size starts with "
-        "an unmeasured warm-up run per system that fills its cache; every run has its own notes"
+        "caches (bench/caching.py): OpenAI automatic prefix from 1,024 in steps of 128; "
+        "Anthropic explicit breakpoint, minimum per model, writes 1.25x; one cache per system, "
+        "catalog size and model — warm: across the tasks of a size after a warm-up task; cold: "
+        "fresh per task. Every task is its own (notes and request differ per size and run)"
     )
+    sheets = {s.name: s for p in pricings for s in (p.main, p.small) if s is not None}
     print(
-        "per solved task: calls = model calls, calls/act = calls per tool action run, input = "
-        "o200k input tokens, cached = their share in the cache, output = output tokens, "
-        "uncached / cost = cost units without / with the cache, answer s = time to the whole "
-        "final answer"
+        "sheets (bench/sheets.py, genai-prices' bundled table; per token: input, cache, output "
+        "as in the table): "
+        + "; ".join(f"{s.name} ({s.shape})" for s in sheets.values())
+        + f"; latency {LATENCY_BASE * 1000 * scale:.0f} ms + "
+        f"{LATENCY_PER_TOKEN * 1000 * scale:g} ms per output token, whatever the model"
     )
-    print_tables(table, sizes, runs)
-    print("\nactions run, over every size and run (the same everywhere unless listed apart)")
-    for system, label in SYSTEMS.items():
-        sequences = Counter(r.methods for r in results if r.system == system)
-        print(f"  {label}: " + "; ".join(
-            f"{' -> '.join(methods) or '(none)'} x{n}" for methods, n in sequences.items()
-        ))  # fmt: skip
-    verdicts(table, sizes)
-
-
-def plot(table: dict, sizes: list[int], scale: float) -> None:
-    """The cost and time plots, over catalog size."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    PLOTS.mkdir(exist_ok=True)
-    colours = {"react": "tab:blue", "actionplan": "tab:green", "langgraph": "tab:red"}
-    figure, (tokens, cost) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for system, label in SYSTEMS.items():
-        values = [table[system, s].medians for s in sizes]
-        colour = colours[system]
-        tokens.plot(sizes, [v["input"] for v in values], "o-", color=colour, label=f"{label}, all")
-        tokens.plot(
-            sizes, [v["input"] * (1 - v["cached_share"]) for v in values], "o--", color=colour,
-            label=f"{label}, not cached",
-        )  # fmt: skip
-        cached, uncached = [v["cost"] for v in values], [v["cost_uncached"] for v in values]
-        cost.plot(sizes, cached, "o-", color=colour, label=f"{label}, with cache")
-        cost.plot(sizes, uncached, "o--", color=colour, label=f"{label}, no cache")
-    tokens.set(title="input tokens per solved task (o200k)", xlabel="tools in the catalog")
-    cost.set(
-        title=f"cost units per solved task (in {PRICE_INPUT:g}, cached {PRICE_CACHED:g}, "
-        f"out {PRICE_OUTPUT:g})",
-        xlabel="tools in the catalog",
+    routed = ", ".join(KINDS.get(k, k) for k in small_kinds) or "none"
+    print(
+        f"per-stage: the bench names the small model for these calls: {routed}; each request "
+        "is priced by the model it named"
     )
-    for axes in (tokens, cost):
-        axes.set_ylim(bottom=0)
-        axes.grid(alpha=0.3)
-        axes.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(PLOTS / "vs_react_cost.png", dpi=120)
-    figure, (over, breakdown) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for system, label in SYSTEMS.items():
-        seconds = [table[system, s].medians["seconds"] for s in sizes]
-        over.plot(sizes, seconds, "o-", color=colours[system], label=label)
-    over.set(title="time to the final answer (median)", xlabel="tools in the catalog", ylabel="s")
-    over.set_ylim(bottom=0)
-    over.grid(alpha=0.3)
-    over.legend(fontsize=8)
-    latency_breakdown(breakdown, table, sizes[0], scale)
-    figure.tight_layout()
-    figure.savefig(PLOTS / "vs_react_time.png", dpi=120)
-
-
-def latency_breakdown(axes: Any, table: dict, size: int, scale: float) -> None:
-    """Where the time to the answer goes, per system: each kind of model call (its calls'
-    fixed latency plus its output tokens at the modelled rate), then the host and tools."""
-    names = list(SYSTEMS.values())
-    left = [0.0] * len(names)
-    palette = iter(plt_colours())
-    colour_of: dict[str, Any] = {}
-    for index, system in enumerate(SYSTEMS):
-        row = table[system, size]
-        parts = sorted(row.kinds.items(), key=lambda item: kind_order(item[0]))
-        for kind, (calls, _, output) in parts:
-            seconds = scale * (calls * LATENCY_BASE + output * LATENCY_PER_TOKEN)
-            colour = colour_of.setdefault(kind, next(palette))
-            axes.barh(index, seconds, left=left[index], color=colour, edgecolor="white")
-            if seconds > 0.04 * row.medians["seconds"]:
-                axes.text(left[index] + seconds / 2, index, f"{kind}\n{calls:g}×", ha="center",
-                          va="center", fontsize=6)  # fmt: skip
-            left[index] += seconds
-        rest = max(0.0, row.medians["seconds"] - left[index])
-        axes.barh(index, rest, left=left[index], color="lightgrey", edgecolor="white")
-    axes.set_yticks(range(len(names)), names, fontsize=8)
-    axes.invert_yaxis()
-    axes.set(
-        title=f"where the time goes at {size} tools (model: {scale * LATENCY_BASE * 1000:.0f} ms "
-        f"+ {scale * LATENCY_PER_TOKEN * 1000:.1f} ms/token; grey: host and tools)",
-        xlabel="s",
-    )
-    axes.title.set_fontsize(8)
-    axes.grid(alpha=0.3, axis="x")
-
-
-def plt_colours() -> list[Any]:
-    import matplotlib.pyplot as plt
-
-    return list(plt.get_cmap("tab20").colors)
