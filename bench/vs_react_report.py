@@ -155,10 +155,16 @@ def goal_line(
 
 
 def verdicts(
-    main: dict, stage: dict | None, others: dict[str, dict], sizes: list[int], stage_label: str
+    main: dict,
+    stage: dict | None,
+    others: dict[str, dict],
+    sizes: list[int],
+    labels: tuple[str, str],
 ) -> None:
-    """The goals of issue 27 on the corrected yardstick (gpt-4.1-mini, warm cache), and the
-    cost goal under the other pricings for comparison."""
+    """The goals of issue 27 on the corrected yardstick (set for gpt-4.1-mini with a warm
+    cache; `labels`: the main and the per-stage pricing), and the cost goal under the other
+    pricings for comparison."""
+    main_label, stage_label = labels
 
     def at(limits: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:
         return {s: {n: v for n, v in limit.items() if n in sizes} for s, limit in limits.items()}
@@ -166,7 +172,7 @@ def verdicts(
     print("\nverdicts (corrected yardstick; the figures per catalog size)")
     goal_line(
         "cost <= Actionplan 1.0/0.8/0.6/0.45x, React 1.4/1.2/0.9/0.7x LangGraph's at "
-        "6/20/50/100 tools (gpt-4.1-mini, warm cache)",
+        f"6/20/50/100 tools ({main_label})",
         lambda s, n: cost_ratio(main, s, n),
         at(COST_GOALS),
     )
@@ -221,8 +227,7 @@ def header(scale: float, pricings: list[Pricing], small_kinds: tuple[str, ...]) 
     )
     sheets = {s.name: s for p in pricings for s in (p.main, p.small) if s is not None}
     print(
-        "sheets (bench/sheets.py, genai-prices' bundled table; per token: input, cache, output "
-        "as in the table): "
+        "sheets (bench/sheets.py, genai-prices' bundled table; prices as ratios to input): "
         + "; ".join(f"{s.name} ({s.shape})" for s in sheets.values())
         + f"; latency {LATENCY_BASE * 1000 * scale:.0f} ms + "
         f"{LATENCY_PER_TOKEN * 1000 * scale:g} ms per output token, whatever the model"

@@ -149,7 +149,8 @@ def pricings(args: argparse.Namespace) -> tuple[Pricing, list[Pricing]]:
     """The main pricing, and every pricing the summary shows."""
     main = sheet(args.sheet)
     small_name = args.small_model or SMALL_FOR.get(main.name)
-    small: Sheet | None = sheet(small_name) if small_name else None
+    # the simple sheet's units are not dollars: no real model prices beside it
+    small: Sheet | None = sheet(small_name) if small_name and main.name != "simple" else None
     shown: list[Pricing] = []
     for name in dict.fromkeys([main.name, *MAIN_SHEETS]):
         for cache in ("warm", "cold"):
@@ -197,13 +198,8 @@ def report(
         print("  no request named the small model: per-stage figures equal one model's")
     actions(results)
     others = {p.label: tables[p.label] for p in shown if p.label != main.label and not p.small}
-    verdicts(
-        warm,
-        tables[stage.label] if stage else None,
-        others,
-        sizes,
-        stage.label if stage else "",
-    )
+    stage_table = tables[stage.label] if stage else None
+    verdicts(warm, stage_table, others, sizes, (main.label, stage.label if stage else ""))
     by_sheet = {p.main: tables[p.label] for p in shown if p.cache == "warm" and not p.small}
     floors.report(calls, results, by_sheet, sizes, systems)
     return Tables(main, warm, cold)
