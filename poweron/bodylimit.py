@@ -10,6 +10,7 @@ rest. `BodyLimitMiddleware` does the same for ASGI servers that stream the body 
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -37,9 +38,24 @@ def body_limit() -> int:
 
 def refusal_html() -> bytes:
     """The 413 body: the fragment the upload form shows, as the view's own errors are."""
-    limit = filesizeformat(settings.POWERON_MAX_UPLOAD_BYTES)
-    text = f"The upload is too large: at most {limit} in total. Nothing was stored."
+    text = refusal_text()
     return (f'<ul class="upload-errors" role="alert"><li class="error">{text}</li></ul>').encode()
+
+
+def refusal_text() -> str:
+    limit = filesizeformat(settings.POWERON_MAX_UPLOAD_BYTES)
+    return f"The upload is too large: at most {limit} in total. Nothing was stored."
+
+
+def refusal(path: str) -> tuple[bytes, bytes]:
+    """The 413's content type and body for a request to `path`: the API's problem details,
+    or the upload form's fragment."""
+    if not path.startswith("/api/"):
+        return b"text/html; charset=utf-8", refusal_html()
+    from workflows.api.errors import MEDIA_TYPE, Problem
+
+    problem = Problem("too-large", refusal_text()).document(path)
+    return MEDIA_TYPE.encode(), json.dumps(problem, ensure_ascii=False).encode()
 
 
 def _declared_length(value: bytes | None) -> int | None:
@@ -64,7 +80,7 @@ class BodyLimitMiddleware:
         headers = dict(scope.get("headers", []))
         declared = _declared_length(headers.get(b"content-length"))
         if declared is not None and declared > limit:
-            await _send_refusal(send)
+            await _send_refusal(send, scope.get("path", ""))
             return
         received = 0
         responded = False
@@ -87,21 +103,21 @@ class BodyLimitMiddleware:
             await self.app(scope, counted_receive, tracked_send)
         except BodyTooLarge:
             if not responded:
-                await _send_refusal(send)
+                await _send_refusal(send, scope.get("path", ""))
 
 
 class BodyTooLarge(Exception):
     """A streamed request body grew past the limit."""
 
 
-async def _send_refusal(send: Send) -> None:
-    body = refusal_html()
+async def _send_refusal(send: Send, path: str) -> None:
+    content_type, body = refusal(path)
     await send(
         {
             "type": "http.response.start",
             "status": 413,
             "headers": [
-                (b"content-type", b"text/html; charset=utf-8"),
+                (b"content-type", content_type),
                 (b"content-length", str(len(body)).encode()),
                 (b"connection", b"close"),
             ],
@@ -160,10 +176,11 @@ class LimitedMixin:
         self._refused = True
         # No "100 Continue" after the refusal: the client need not send the body at all.
         self.requestHeaders.removeHeader(b"expect")
-        body = refusal_html()
+        path = getattr(self.channel, "_path", b"").decode("latin-1")  # the request line's
+        content_type, body = refusal(path.split("?")[0])
         head = (
             "HTTP/1.1 413 Content Too Large\r\n"
-            "Content-Type: text/html; charset=utf-8\r\n"
+            f"Content-Type: {content_type.decode()}\r\n"
             f"Content-Length: {len(body)}\r\n"
             "Connection: close\r\n\r\n"
         ).encode()

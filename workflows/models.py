@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.urls import reverse
+from django.utils import timezone
 
 from workflows.engine.contracts import DocumentRef
 from workflows.engine.state import MODES
@@ -342,3 +343,53 @@ class Connection(models.Model):
         """Whether its stored secret no longer opens with the site's keys (SECRET_KEY changed
         without a fallback): the owner must enter it again."""
         return is_unreadable(self.secret)
+
+
+class ApiToken(models.Model):
+    """A personal API token: a program acts as its owner through the HTTP API, within the
+    token's scopes. Only a digest of the secret is stored (`workflows.api.tokens`); the
+    secret is shown once, when the token is made."""
+
+    class Scope(models.TextChoices):
+        READ = "read", "read: see workflows, messages, documents, runs and events"
+        RUN = "run", "run: create, rename, delete, upload, send, stop, steer, answer"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(
+        max_length=16, unique=True, editable=False, help_text="Shown and looked up by."
+    )
+    digest = models.CharField(
+        max_length=64, editable=False, help_text="SHA-256 of the whole token, never the token."
+    )
+    scopes = models.JSONField(default=list)
+    expires = models.DateTimeField(null=True, blank=True, help_text="Empty: never.")
+    last_used = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked = models.DateTimeField(null=True, blank=True, editable=False)
+    window_start = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="The minute the request count is of."
+    )
+    window_count = models.PositiveIntegerField(default=0, editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        verbose_name = "API token"
+        indexes = [models.Index(fields=["owner", "-created"])]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    def __repr__(self) -> str:
+        return f"<ApiToken {self.prefix} owner={self.owner_id} digest=***>"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires is not None and self.expires <= timezone.now()
+
+    @property
+    def is_usable(self) -> bool:
+        """Whether a request may authenticate with it now."""
+        return self.revoked is None and not self.is_expired

@@ -16,7 +16,19 @@ from .models import ChatDocument, ChatMessage, ChatWorkflow, RateMark
 WINDOW = timedelta(hours=1)
 
 
-def upload_refusal(*, user, adding: int, limit: int) -> str | None:
+class Refusal(str):
+    """Why a limit refuses, and in how many seconds it would not (None: waiting does not
+    help, as for more files at once than the limit)."""
+
+    retry_after: int | None
+
+    def __new__(cls, text: str, retry_after: int | None) -> Refusal:
+        refusal = super().__new__(cls, text)
+        refusal.retry_after = retry_after
+        return refusal
+
+
+def upload_refusal(*, user, adding: int, limit: int) -> Refusal | None:
     """Why `adding` more files may not be uploaded now (None: they may; `limit` 0: no
     limit)."""
     if not limit:
@@ -30,10 +42,10 @@ def upload_refusal(*, user, adding: int, limit: int) -> str | None:
     if wait is None:
         return None
     files = f"{limit} file{'s' if limit != 1 else ''}"
-    return f"Upload limit reached: at most {files} an hour. {wait}"
+    return Refusal(f"Upload limit reached: at most {files} an hour. {wait}", wait.retry_after)
 
 
-def round_refusal(*, user, limit: int) -> str | None:
+def round_refusal(*, user, limit: int) -> Refusal | None:
     """Why the user may not start another round now (None: they may; `limit` 0: no
     limit)."""
     if not limit:
@@ -47,7 +59,8 @@ def round_refusal(*, user, limit: int) -> str | None:
     if wait is None:
         return None
     rounds = f"{limit} message{'s' if limit != 1 else ''}"
-    return f"Too many messages: at most {rounds} that start a round an hour. {wait}"
+    text = f"Too many messages: at most {rounds} that start a round an hour. {wait}"
+    return Refusal(text, wait.retry_after)
 
 
 def _times(recent: QuerySet, user, kind: str) -> list[datetime]:
@@ -59,17 +72,18 @@ def _times(recent: QuerySet, user, kind: str) -> list[datetime]:
     return sorted(times)
 
 
-def _wait(times: list[datetime], adding: int, limit: int) -> str | None:
+def _wait(times: list[datetime], adding: int, limit: int) -> Refusal | None:
     """None when `adding` more fit in the window; else when enough of the recent ones
     will have left it."""
     over = len(times) + adding - limit
     if over <= 0:
         return None
     if adding > limit:
-        return f"Choose at most {limit} at once."
+        return Refusal(f"Choose at most {limit} at once.", None)
     oldest = times[over - 1]
-    minutes = max(1, math.ceil((oldest + WINDOW - timezone.now()).total_seconds() / 60))
-    return f"Try again in {minutes} minute{'s' if minutes != 1 else ''}."
+    seconds = max(1, math.ceil((oldest + WINDOW - timezone.now()).total_seconds()))
+    minutes = max(1, math.ceil(seconds / 60))
+    return Refusal(f"Try again in {minutes} minute{'s' if minutes != 1 else ''}.", seconds)
 
 
 def mark_deleted(workflow: ChatWorkflow) -> None:

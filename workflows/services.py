@@ -155,6 +155,22 @@ class RoundRefused(WorkflowBusy):
     """The round cannot open as asked (say, it reruns a round that does not exist)."""
 
 
+class UploadsRefused(RoundRefused):
+    """A document sent with the message is not an upload waiting for it."""
+
+
+class TooManyRuns(WorkflowBusy):
+    """The user has as many runs going as one may have at once."""
+
+
+class RateLimited(WorkflowBusy):
+    """The user started as many rounds as one may in an hour; `retry_after` seconds."""
+
+    def __init__(self, refusal: rates.Refusal) -> None:
+        super().__init__(refusal)
+        self.retry_after = refusal.retry_after or 60
+
+
 def not_pending_uploads(workflow_id: int, document_ids: list[int]) -> list[int]:
     """The ids among `document_ids` that are not uploads of this workflow waiting for its
     next message (another workflow's, another user's, one sent already, none at all)."""
@@ -226,18 +242,18 @@ def round_open(
     """
     with transaction.atomic():
         if refusal := rates.round_refusal(user=owner, limit=max_rounds_per_hour):
-            raise WorkflowBusy(refusal)
+            raise RateLimited(refusal)
         if refusal := not_open(workflow_id, owner):  # before its uploads: a second click of
             raise WorkflowBusy(refusal)  # Send says "running", not "attach the file again"
         if missing := not_pending_uploads(workflow_id, document_ids):
-            raise RoundRefused(
+            raise UploadsRefused(
                 f"Not an upload waiting for this workflow's next message: document "
                 f"{', '.join(map(str, missing))}. Attach the file again."
             )
         going = ChatWorkflow.objects.filter(owner=owner, status__in=ChatWorkflow.ACTIVE_STATUSES)
         if max_runs and going.exclude(pk=workflow_id).count() >= max_runs:
             runs = f"{max_runs} run{'s' if max_runs != 1 else ''}"
-            raise WorkflowBusy(
+            raise TooManyRuns(
                 f"You already have {runs} going, the most allowed at once; wait for one to "
                 "finish or stop one."
             )

@@ -1,6 +1,7 @@
 from django.urls import path, re_path
 
 from . import views
+from .api import pages as api_pages
 
 app_name = "workflows"
 
@@ -17,6 +18,8 @@ urlpatterns = [
         views.connection_delete,
         name="connection-delete",
     ),
+    path("tokens/", api_pages.token_list, name="tokens"),
+    path("tokens/<int:token_id>/revoke/", api_pages.token_revoke, name="token-revoke"),
     path("workflows/new/", views.workflow_create, name="create"),
     path("workflows/search/", views.workflow_search, name="search"),
     path("workflows/statuses/", views.workflow_statuses, name="statuses"),

@@ -28,6 +28,7 @@ from workflows.models import (
 )
 from workflows.services import WorkflowBusy
 
+from . import tokens  # noqa: F401  (registers the API tokens' admin)
 from .safety import SecretSafeAdmin
 from .timeline import (
     EVENT_COLUMNS,
