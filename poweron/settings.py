@@ -246,6 +246,11 @@ POWERON_LLM_TIMEOUT_PER_1K = env_float("POWERON_LLM_TIMEOUT_PER_1K", 0.0, low=0)
 # provider's prompt cache holds), or auto: narrow for a server on this machine or a private
 # network, stable for a hosted provider.
 POWERON_LLM_SCHEMAS = os.environ.get("POWERON_LLM_SCHEMAS", "auto").strip().lower()
+# A small model for the small jobs (Stage 2's parameters, the review), on its own server and
+# key if they are set (else the main model's); empty: every call goes to the main model.
+POWERON_LLM_MODEL_SMALL = os.environ.get("POWERON_LLM_MODEL_SMALL", "").strip()
+POWERON_LLM_BASE_URL_SMALL = os.environ.get("POWERON_LLM_BASE_URL_SMALL", "").strip()
+POWERON_LLM_API_KEY_SMALL = os.environ.get("POWERON_LLM_API_KEY_SMALL", "")
 # How long the demo model takes per call, typically (ms): it paces itself like a model.
 POWERON_DEMO_DELAY_MS = env_int("POWERON_DEMO_DELAY_MS", 500, low=0)
 POWERON_MAX_STEPS = env_int("POWERON_MAX_STEPS", 5, low=1, high=50)
@@ -259,6 +264,10 @@ POWERON_PRICE_INPUT = env_float("POWERON_PRICE_INPUT", None, low=0)
 POWERON_PRICE_CACHED_INPUT = env_float("POWERON_PRICE_CACHED_INPUT", None, low=0)
 POWERON_PRICE_OUTPUT = env_float("POWERON_PRICE_OUTPUT", None, low=0)
 POWERON_PRICE_CURRENCY = os.environ.get("POWERON_PRICE_CURRENCY", "").strip().upper() or "USD"
+# The small model's own prices, in the same currency (else genai-prices' table).
+POWERON_PRICE_INPUT_SMALL = env_float("POWERON_PRICE_INPUT_SMALL", None, low=0)
+POWERON_PRICE_CACHED_INPUT_SMALL = env_float("POWERON_PRICE_CACHED_INPUT_SMALL", None, low=0)
+POWERON_PRICE_OUTPUT_SMALL = env_float("POWERON_PRICE_OUTPUT_SMALL", None, low=0)
 POWERON_DAILY_COST_BUDGET = env_float("POWERON_DAILY_COST_BUDGET", 0, low=0)
 # Where runs execute: "inline" in the web process that received the message, or "worker"
 # in `manage.py run_workers` processes (needs REDIS_URL, so the processes share a layer).
@@ -341,3 +350,8 @@ LOGGING = {
         },
     },
 }
+
+# --- The HTTP API (workflows/api/) ---------------------------------------------------------
+# Requests one personal API token may make per minute (a fixed minute window, counted in the
+# database so every process sees the same count), on top of the per-user limits. 0: no limit.
+POWERON_API_REQUESTS_PER_MINUTE = env_int("POWERON_API_REQUESTS_PER_MINUTE", 120, low=0)

@@ -201,14 +201,18 @@ def telemetry(payload: dict[str, Any]) -> str:
     if payload.get("model") == DEMO_LABEL:
         return f"{seconds} · demo"
     tokens = f"{payload.get('tokens', 0):,} tokens ({payload.get('cachedTokens', 0):,} cached)"
-    return f"{seconds} · {tokens} · {pricing.cost_parts(pricing.cost_from(payload.get('cost')))}"
+    text = f"{seconds} · {tokens} · {pricing.cost_parts(pricing.cost_from(payload.get('cost')))}"
+    calls = payload.get("calls") or []
+    if len(pricing.models_of(calls)) > 1:  # a step on two models says what each cost
+        text += f" · {pricing.calls_text(calls)}"
+    return text
 
 
 def spend_as_json(spend: Spend) -> dict[str, Any]:
     """The workflow's cost, and each round's and step's tokens, cost and duration."""
 
     def figures(payload: dict[str, Any]) -> dict[str, Any]:
-        keys = ("status", "tokens", "cachedTokens", "cost", "durationMs")
+        keys = ("status", "tokens", "cachedTokens", "cost", "durationMs", "calls")
         return {key: payload.get(key) for key in keys}
 
     total = spend.total()

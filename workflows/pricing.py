@@ -129,3 +129,22 @@ def cost_parts(cost: Cost | None) -> str:
         f"cached input {money(cost.cachedInput, cost.currency)}, "
         f"output {money(cost.output, cost.currency)})"
     )
+
+
+def calls_text(calls: Iterable[Mapping[str, Any]]) -> str:
+    """A step's model calls by kind, each with its model, tokens and cost, for people:
+    "parameters on gpt-4.1-nano: 320 tok, $0.000041; refine on gpt-4.1-mini: …"."""
+    parts = []
+    for call in calls:
+        times = f" ×{call['calls']}" if call.get("calls", 1) > 1 else ""
+        cost = cost_text(cost_from(call.get("cost")))
+        parts.append(
+            f"{call['kind']}{times} on {call.get('model') or 'the model'}: "
+            f"{call.get('tokens', 0):,} tok, {cost}"
+        )
+    return "; ".join(parts)
+
+
+def models_of(calls: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The models a step's calls used, in the order they first answered."""
+    return list(dict.fromkeys(str(call.get("model") or "") for call in calls if call.get("model")))

@@ -8,10 +8,11 @@ by a dead process, from the events it stored. Nothing stays "running" after the 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from .core import spends
 from .events import (
     ApprovalEvent,
     AskEvent,
@@ -48,8 +49,10 @@ class _Spend:
     cost: Cost | None = None
     priced: bool = True
     """Whether every call had a price (else the cost is unknown, as the engine says it)."""
+    calls: list[UsageEvent] = field(default_factory=list)
 
     def add(self, usage: UsageEvent) -> None:
+        self.calls.append(usage)
         self.tokens += usage.prompt_tokens + usage.completion_tokens
         self.cached += usage.cached_tokens
         if usage.cost is None or (self.cost and self.cost.currency != usage.cost.currency):
@@ -168,6 +171,7 @@ class OpenWork:
                     # The round's model, as the engine names it on the steps it closes (the
                     # demo model's steps say "demo", not "0 tok · price unknown").
                     model=step.model or (self.round.model if self.round else ""),
+                    calls=spends(spent.calls),
                     **spent.figures(now),
                 )
             )

@@ -35,6 +35,8 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     cached_tokens: int = 0
     latency_ms: int = 0
+    model: str = ""
+    """The model that answered, when the round has more than one ("": the round's model)."""
 
 
 @dataclass(frozen=True)

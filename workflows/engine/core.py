@@ -17,6 +17,7 @@ from .contracts import (
 )
 from .controls import Controls
 from .events import (
+    CallSpend,
     Position,
     StatusEvent,
     StepEvent,
@@ -25,7 +26,7 @@ from .events import (
     UsageEvent,
 )
 from .guards import Budget
-from .money import Cost
+from .money import Cost, Prices
 from .schemas import ActionPlan, ActionSelection, Observation, TaskItem
 from .state import HistoryEntry, RoundState
 
@@ -201,6 +202,8 @@ class Step:
     cost_before: Cost | None = None
     waited_before: float = 0.0
     """The round's waiting time (for the user's answers) when the step began."""
+    calls_before: int = 0
+    """How many model calls the round had made when the step began."""
     status: str = "started"
     """Set by the step's action record: success, failed or rejected."""
     method: str = ""
@@ -245,6 +248,8 @@ class RoundContext:
         """The round's final status and reason, set by the mode that ran it."""
         self.streamed: dict[str, tuple[str, str]] = {}
         """Message key -> (attempt, text) of what a structured call streamed of it."""
+        self.calls: list[UsageEvent] = []
+        """Every model call of the round, in order (what a step's telemetry sums)."""
 
     @property
     def round(self) -> int:
@@ -285,6 +290,7 @@ class RoundContext:
         step = Step(self.round, task, action, number, self.clock(), self.budget.tokens)
         step.cached_before, step.cost_before = self.cached_tokens, self.budget.cost
         step.method, step.waited_before = method, self.waited
+        step.calls_before = len(self.calls)
         return step, StepEvent(**step.position(), status="started", step=number, method=method)
 
     def end_step(self, step: Step, *, reason: str = "") -> StepEvent:
@@ -298,14 +304,28 @@ class RoundContext:
             durationMs=int((self.clock() - step.started - self.waited + step.waited_before) * 1000),
             tokens=self.budget.tokens - step.tokens_before,
             cachedTokens=self.cached_tokens - step.cached_before,
-            cost=self.spent_since(step.cost_before),
+            cost=self.spent_since(step.cost_before, step.calls_before),
             model=self.llm.label,
+            calls=spends(self.calls[step.calls_before :]),
         )
 
-    def spent_since(self, before: Cost | None) -> Cost | None:
-        """What the round's model calls cost since `before` (None: the price is unknown)."""
+    def spent_since(self, before: Cost | None, calls_before: int = 0) -> Cost | None:
+        """What the round's model calls cost since `before` (None: a price is unknown)."""
         now = self.budget.cost
+        if any(call.cost is None for call in self.calls[calls_before:]):
+            return None  # a call of a model without a price: the sum is not known
         return None if now is None or before is None else now - before
+
+    def round_cost(self) -> Cost | None:
+        """What the round's model calls cost (None when a call's price is unknown)."""
+        return None if any(call.cost is None for call in self.calls) else self.budget.cost
+
+    def prices_of(self, model: str) -> Prices | None:
+        """The prices of the model that made a call: the small model's own, else the main's."""
+        state = self.state
+        if state.small_model and model == state.small_model:
+            return state.small_prices
+        return state.prices
 
     async def wait_for_user(self, answer: Awaitable[R]) -> R:
         """Await the user's answer, counting the wait against the budget but in no step."""
@@ -327,8 +347,10 @@ class RoundContext:
         return StatusEvent(round=self.round, task=task, action=action, code=code, reason=reason)  # type: ignore[arg-type]
 
     def usage(self, usage: Usage, *, task: int = 0, action: int = 0) -> UsageEvent:
-        """Count a call's tokens and cost against the budget and describe it as an event."""
-        prices = self.state.prices
+        """Count a call's tokens and cost (by the prices of the model that made it) against
+        the budget and describe it as an event."""
+        model = usage.model or self.llm.label
+        prices = self.prices_of(model)
         cost = None
         if prices is not None:
             cost = prices.cost(
@@ -338,7 +360,7 @@ class RoundContext:
             )
         self.budget.spend(usage.prompt_tokens + usage.completion_tokens, cost)
         self.cached_tokens += usage.cached_tokens
-        return UsageEvent(
+        event = UsageEvent(
             round=self.round,
             task=task,
             action=action,
@@ -347,6 +369,26 @@ class RoundContext:
             completion_tokens=usage.completion_tokens,
             cached_tokens=usage.cached_tokens,
             latency_ms=usage.latency_ms,
-            model=self.llm.label,
+            model=model,
             cost=cost,
         )
+        self.calls.append(event)
+        return event
+
+
+def spends(calls: Sequence[UsageEvent]) -> list[CallSpend]:
+    """Model calls summed by kind and model, in the order they first came."""
+    summed: dict[tuple[str, str], CallSpend] = {}
+    for call in calls:
+        tokens = call.prompt_tokens + call.completion_tokens
+        found = summed.get((call.kind, call.model))
+        if found is None:
+            summed[call.kind, call.model] = CallSpend(
+                kind=call.kind, model=call.model, tokens=tokens, cost=call.cost
+            )
+            continue
+        cost = None if found.cost is None or call.cost is None else found.cost + call.cost
+        summed[call.kind, call.model] = found.model_copy(
+            update={"calls": found.calls + 1, "tokens": found.tokens + tokens, "cost": cost}
+        )
+    return list(summed.values())

@@ -110,6 +110,21 @@ class ActionPlanEvent(BaseEvent):
     actions: list[PlannedStep]
 
 
+class CallSpend(BaseModel):
+    """What a step's model calls of one kind spent, and which model answered them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    """taskplan, select, parameters, refine, review, … or an action's own kind."""
+    model: str = ""
+    calls: int = 1
+    tokens: int = 0
+    """Prompt and completion tokens."""
+    cost: Cost | None = None
+    """None when the model's price is unknown."""
+
+
 class StepEvent(BaseEvent):
     """A step opened (before its first model call) or closed, with its telemetry."""
 
@@ -131,6 +146,9 @@ class StepEvent(BaseEvent):
     """What the step's model calls cost; None when the model's price is unknown."""
     model: str = ""
     """The model's label, as on the round ("demo model" for the offline demo)."""
+    calls: list[CallSpend] = Field(default_factory=list)
+    """The step's model calls by kind and model, with what each spent (with a small model for
+    Stage 2 and the review, a step uses two)."""
 
 
 class PlanEvent(BaseEvent):

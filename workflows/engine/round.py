@@ -87,7 +87,7 @@ async def run_round(
         reason=reason,
         tokens=ctx.budget.tokens,
         cachedTokens=ctx.cached_tokens,
-        cost=ctx.budget.cost,
+        cost=ctx.round_cost(),
         durationMs=ctx.budget.elapsed_ms(),
     )
 

@@ -106,6 +106,10 @@ class RoundState(BaseModel):
     budgets: Budgets = Field(default_factory=Budgets)
     prices: Prices | None = None
     """What the model's tokens cost; None when its price is unknown (or no model costs)."""
+    small_model: str = ""
+    """The small model's label when one answers Stage 2 and the review ("": none)."""
+    small_prices: Prices | None = None
+    """What the small model's tokens cost; None when its price is unknown."""
     policy: Policy = Field(default_factory=Policy)
     caps: Caps = Field(default_factory=Caps)
     schemas: Literal["narrow", "stable"] = "narrow"

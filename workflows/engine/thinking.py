@@ -76,6 +76,7 @@ async def run_reasoning(ctx: RoundContext) -> AsyncIterator[Event]:
                 break
             limit += more.value * THOUGHTS_PER_STEP
         started, tokens, cost = ctx.clock(), ctx.budget.tokens, ctx.budget.cost
+        calls = len(ctx.calls)
         messages = build(
             "thought",
             prompt=ctx.state.prompt,
@@ -109,7 +110,7 @@ async def run_reasoning(ctx: RoundContext) -> AsyncIterator[Event]:
             nextThoughtNeeded=thought.next_thought_needed,
             durationMs=int((ctx.clock() - started) * 1000),
             tokens=ctx.budget.tokens - tokens,
-            cost=ctx.spent_since(cost),
+            cost=ctx.spent_since(cost, calls),
             model=ctx.llm.label,
         )
         if not thought.next_thought_needed:

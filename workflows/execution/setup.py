@@ -6,8 +6,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -20,8 +19,12 @@ from workflows.engine.money import Prices
 from workflows.engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
 from workflows.models import ChatMessage, ChatWorkflow, default_max_steps
 from workflows.tools import isolation, mcp, mcp_tools
-from workflows.tools.addresses import literal_reason
 from workflows.tools.mcp_servers import McpServer, load_servers, servers_for, user_server
+
+from .llm_setup import build_llm, call_schemas, close_llm, model_prices, small_model
+from .llm_setup import model_advice as model_advice  # re-exported: callers know these here
+from .llm_setup import model_configured as model_configured
+from .llm_setup import model_label as model_label
 
 logger = logging.getLogger(__name__)
 
@@ -40,36 +43,6 @@ class RoundParts:
     answer_timeout: float
     mcp: mcp.McpHub | None = None
     """The round's MCP connections, closed when the run ends."""
-
-
-def model_configured() -> bool:
-    """Whether a real model is configured (otherwise the demo model answers)."""
-    return bool(settings.POWERON_LLM_BASE_URL or settings.POWERON_LLM_API_KEY)
-
-
-def model_label() -> str:
-    """What users are told answers them."""
-    return settings.POWERON_LLM_MODEL if model_configured() else "demo model"
-
-
-def build_llm() -> LLM:
-    """The configured OpenAI-compatible model, or the offline demo model. Call it in the
-    event loop the run uses: every run of the loop shares one HTTP client (its connections
-    stay open between runs; it is never closed by a run)."""
-    from workflows.engine.demo import DemoLLM
-    from workflows.engine.llm import OpenAICompatibleLLM
-
-    if not model_configured():
-        return DemoLLM(delay_ms=settings.POWERON_DEMO_DELAY_MS)
-    return OpenAICompatibleLLM(
-        base_url=settings.POWERON_LLM_BASE_URL or None,
-        api_key=settings.POWERON_LLM_API_KEY or "not-needed",
-        model=settings.POWERON_LLM_MODEL,
-        timeout=float(settings.POWERON_LLM_TIMEOUT),
-        timeout_per_1k_tokens=float(settings.POWERON_LLM_TIMEOUT_PER_1K),
-        advice=model_advice(),
-        shared=True,
-    )
 
 
 def preload() -> None:
@@ -111,37 +84,6 @@ async def warm_up() -> None:
         logger.warning(
             "the start-up rehearsal failed; the first round may be slower", exc_info=True
         )
-
-
-def model_advice() -> dict[str, str]:
-    """What to fix for each way the model can fail, naming the settings to change (the time
-    per 1,000 tokens only for a server on this machine or a private network, where it is the
-    setting that helps)."""
-    where = settings.POWERON_LLM_BASE_URL or "OpenAI's default URL"
-    timeout = f"Raise POWERON_LLM_TIMEOUT (now {settings.POWERON_LLM_TIMEOUT:g} s)"
-    if local_model_server():
-        per_1k = settings.POWERON_LLM_TIMEOUT_PER_1K
-        timeout += (
-            f" or POWERON_LLM_TIMEOUT_PER_1K (now {per_1k:g} s per 1,000 tokens, which a slow "
-            "local server needs)"
-        )
-    return {
-        "unreachable": f"Check POWERON_LLM_BASE_URL (now {where}) and that the server runs.",
-        "timeout": f"{timeout}, or check the server's load.",
-        "auth": "Check POWERON_LLM_API_KEY (or OPENAI_API_KEY).",
-        "model": f"Check POWERON_LLM_MODEL (now {settings.POWERON_LLM_MODEL!r}).",
-        "rate_limit": "Wait a moment and send again, or raise the provider's rate limit.",
-        "refused": f"Check that {settings.POWERON_LLM_MODEL!r} supports chat completions.",
-        "server": "Try again later; the model server's own logs say more.",
-    }
-
-
-async def close_llm(llm: LLM) -> None:
-    """Release what the run's model holds of its own (the shared client stays open; the
-    demo model holds nothing)."""
-    close = getattr(llm, "aclose", None)
-    if close is not None:
-        await close()
 
 
 async def close_parts(parts: RoundParts) -> None:
@@ -237,6 +179,8 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
             **cost_budget(workflow, prices),
         ),
         prices=prices,
+        small_model=small_model(),
+        small_prices=model_prices(small=True) if small_model() else None,
         schemas=call_schemas(),
         policy=policy(connections),
     )
@@ -251,41 +195,6 @@ def policy(connections: list[Any]) -> Policy:
             *settings.POWERON_APPROVAL_METHODS,
             *mcp_tools.approval_patterns(mcp_servers(connections)),
         ]
-    )
-
-
-def call_schemas() -> Literal["narrow", "stable"]:
-    """POWERON_LLM_SCHEMAS, with auto decided by where the model server is: narrow schemas for
-    one on this machine or a private network (llama.cpp, vLLM and Ollama make grammars of
-    them), stable ones for a hosted provider (its prompt cache counts the schema)."""
-    choice = settings.POWERON_LLM_SCHEMAS
-    if choice == "narrow" or choice == "stable":
-        return choice
-    if choice != "auto":
-        logger.warning("POWERON_LLM_SCHEMAS=%r is not auto, narrow or stable; auto is used", choice)
-    return "narrow" if local_model_server() else "stable"
-
-
-def local_model_server() -> bool:
-    """Whether POWERON_LLM_BASE_URL's host is `localhost` or a literal loopback or private
-    IP address (a host name is never resolved)."""
-    host = (urlsplit(settings.POWERON_LLM_BASE_URL).hostname or "").lower()
-    return bool(literal_reason(host))
-
-
-def model_prices() -> Prices | None:
-    """What the configured model's tokens cost: the deployment's POWERON_PRICE_* when set,
-    else genai-prices' table; None for the demo model or a model of unknown price."""
-    if not model_configured():
-        return None
-    own = pricing.deployment_prices(
-        input=settings.POWERON_PRICE_INPUT,
-        cached_input=settings.POWERON_PRICE_CACHED_INPUT,
-        output=settings.POWERON_PRICE_OUTPUT,
-        currency=settings.POWERON_PRICE_CURRENCY,
-    )
-    return own or pricing.table_prices(
-        settings.POWERON_LLM_MODEL, base_url=settings.POWERON_LLM_BASE_URL
     )
 
 

@@ -35,6 +35,12 @@ def cost_parts(cost: Cost | None) -> str:
 
 
 @register.filter
+def calls_text(calls: list[Any]) -> str:
+    """A step's model calls by kind, with the model and the cost of each."""
+    return pricing.calls_text(call.model_dump() for call in calls)
+
+
+@register.filter
 def money(amount: float | None, currency: str) -> str:
     """An amount in a currency ("price unknown" without one)."""
     return "price unknown" if amount is None else pricing.money(amount, currency)
