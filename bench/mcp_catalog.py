@@ -49,6 +49,7 @@ from workflows.engine import llm as engine_llm  # noqa: E402
 from workflows.engine import ranking  # noqa: E402
 from workflows.engine.prompts import system_message  # noqa: E402
 from workflows.engine.ranking import Ranking, task_view  # noqa: E402
+from workflows.engine.staged import SMALL_KINDS  # noqa: E402
 from workflows.tools.mcp import McpHub, forget_listings  # noqa: E402
 from workflows.tools.mcp_servers import McpServer  # noqa: E402
 
@@ -119,7 +120,7 @@ def as_langchain(
 
 
 async def measure(
-    sizes: list[int], runs: int, model: Model, small_kinds: tuple[str, ...] = ()
+    sizes: list[int], runs: int, model: Model, small_kinds: frozenset[str] = SMALL_KINDS
 ) -> tuple[list[Run], dict]:
     """Warm-up, then interleaved runs per size; also each size's catalog, whole and as a
     task's Stage 1 lists it (system message tokens)."""

@@ -25,6 +25,10 @@ from tests.support.fake_openai import FakeReply
 from tests.support.fake_tool_calls import tool_calls
 from workflows.engine import llm as engine_llm
 from workflows.engine.demo import DemoLLM
+from workflows.engine.staged import StagedLLM
+
+BENCH_KIND = "x_bench_kind"
+"""The key of the request body that tells the bench's server the engine's call kind."""
 
 
 def model_id(name: str, system: str, size: int, run: int) -> str:
@@ -87,16 +91,19 @@ class Model:
         messages = body["messages"]
         response_format = body.get("response_format") or {}
         schema = (response_format.get("json_schema") or {}).get("name")
+        said = body.get(BENCH_KIND, "")
+        structured = bool(schema) or said in self.outputs
         old = 0
         try:
             if body.get("tools"):
                 trace = self.traces[int(size), int(run)]
                 kind, content, tokens, old = self.agent_turn(trace, messages, body["tools"])
-            elif schema:
-                kind = self.kinds.get(schema, schema)
+            elif structured:
+                kind = said or self.kinds.get(schema, schema)
                 answer = DemoLLM().complete(messages, output=AnyAnswer, kind=kind)
                 value = asyncio.run(answer).value.root
-                content = structured_answer(value, response_format, self.outputs.get(schema))
+                answer_model = self.outputs.get(schema or "") or self.outputs.get(kind)
+                content = structured_answer(value, response_format, answer_model)
                 tokens, old = count(content), count(json.dumps(value, ensure_ascii=False))
             else:
                 kind = "final" if body.get("stream") else "text"
@@ -111,7 +118,7 @@ class Model:
         self.calls.append(
             Call(
                 system, int(size), int(run), kind, name, body, tokens, old,
-                scale * modelled, written, bool(schema),
+                scale * modelled, written, structured,
             )
         )  # fmt: skip
         if not body.get("stream"):
@@ -138,27 +145,39 @@ class Model:
 
 class KindRecordingLLM(engine_llm.OpenAICompatibleLLM):
     """The engine's real client; it also tells the server which call kind and answer model
-    each schema is, and names the small model for the call kinds in `small_kinds` (the bench
-    routes them until the product names a small model itself)."""
+    each request is (the schema's name, and the kind in the request's body, which no provider
+    bills: a request without a schema has no name to go by)."""
 
     def __init__(
-        self,
-        *,
-        kinds: dict[str, str],
-        outputs: dict[str, type[BaseModel]],
-        small_kinds: tuple[str, ...] = (),
-        **options: Any,
+        self, *, kinds: dict[str, str], outputs: dict[str, type[BaseModel]], **options: Any
     ) -> None:
         super().__init__(**options)
-        self.kinds, self.outputs, self.small_kinds = kinds, outputs, small_kinds
+        self.kinds, self.outputs = kinds, outputs
 
     async def complete(self, messages: Any, *, output: Any, kind: str, **options: Any) -> Any:
         self.kinds[output.__name__] = kind
         self.outputs[output.__name__] = output
+        self.outputs[kind] = output
         return await super().complete(messages, output=output, kind=kind, **options)
 
     def _params(self, messages: Any, kind: str) -> dict[str, Any]:
         params = super()._params(messages, kind)
-        if kind in self.small_kinds:
-            params["model"] = params["model"].replace("main@", f"{SMALL}@", 1)
+        params["extra_body"] = {BENCH_KIND: kind}
         return params
+
+
+def staged_llm(
+    model: Model, system: str, size: int, run: int, small_kinds: frozenset[str], **options: Any
+) -> StagedLLM:
+    """The product's per-stage routing over two recording clients: the main model's requests
+    name "main", the small model's "small" (each priced by the sheet of the model it names)."""
+    clients = {
+        name: KindRecordingLLM(
+            kinds=model.kinds,
+            outputs=model.outputs,
+            model=model_id(name, system, size, run),
+            **options,
+        )  # fmt: skip
+        for name in ("main", SMALL)
+    }
+    return StagedLLM(clients["main"], clients[SMALL], small_kinds=small_kinds)

@@ -17,8 +17,9 @@ writes them on both sides (every required key, compact: bench/written.py), a pro
 per system, catalog size and model, warm (across a size's tasks, after an unmeasured warm-up
 task) and cold (per task) (bench/caching.py), price sheets from genai-prices for
 gpt-4.1-mini, gpt-5-mini, Claude Haiku 4.5 and Claude Sonnet 4.5 beside the old simple sheet
-(bench/sheets.py), per-stage figures with a small model priced for the requests that name it
-(the bench names it for --small-kinds), and the earlier yardstick's figures for continuity.
+(bench/sheets.py), per-stage figures with a small model priced for the requests the
+product's own routing sends it (Stage 2 and the review), and the earlier yardstick's figures
+for continuity.
 Every size has its own tasks. Model latency: 400 ms + 15 ms per output token (streamed
 answers spread it over their words), times --latency-scale. Time to answer = from the start
 to the whole final answer.
@@ -45,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import yardstick  # noqa: E402
 from bench.catalog_tools import catalog, langchain_tools  # noqa: E402
-from bench.model_server import KindRecordingLLM, Model, Trace, model_id  # noqa: E402
+from bench.model_server import Model, Trace, model_id, staged_llm  # noqa: E402
 from bench.vs_react_report import PLOTS, SYSTEMS  # noqa: E402
 from tests.support import netguard  # noqa: E402
 from tests.support.fake_tool_calls import ToolCallServer  # noqa: E402
@@ -54,6 +55,7 @@ from workflows.engine.controls import AutoControls  # noqa: E402
 from workflows.engine.events import ActEvent, MessageEvent, ObserveEvent, RoundEvent  # noqa: E402
 from workflows.engine.prompts import render_documents, render_observation, system_message  # noqa: E402
 from workflows.engine.round import run_round  # noqa: E402
+from workflows.engine.staged import SMALL_KINDS  # noqa: E402
 from workflows.engine.state import RoundState  # noqa: E402
 from workflows.engine.testing import FakeTool, FakeToolExecutor, MemoryStore  # noqa: E402
 
@@ -150,11 +152,11 @@ async def poweron(
     model: Model,
     *,
     system: str = "",
-    small_kinds: tuple[str, ...] = (),
+    small_kinds: frozenset[str] = SMALL_KINDS,
 ) -> Run:
-    """One round of the real engine; the trace of what it did (`system`: the name it is
-    reported under, the mode by default; `small_kinds`: the call kinds whose requests name
-    the small model)."""
+    """One round of the real engine, with the product's per-stage routing; the trace of what
+    it did (`system`: the name it is reported under, the mode by default; `small_kinds`: the
+    call kinds the small model answers)."""
     system = system or mode
     store, trace = uploaded(work), Trace()
     uses_documents = {tool.name for tool in tools if tool.uses_documents}
@@ -162,9 +164,9 @@ async def poweron(
     state = RoundState(mode=mode, round=1, prompt=work.prompt, schemas="stable")  # type: ignore[arg-type]
     seconds, completed, reported = 0.0, False, False
     methods: dict[int, str] = {}
-    async with KindRecordingLLM(
-        kinds=model.kinds, outputs=model.outputs, small_kinds=small_kinds, base_url=server.url,
-        api_key="sk-bench", model=model_id("main", system, len(tools), run), max_retries=0,
+    async with staged_llm(
+        model, system, len(tools), run, small_kinds, base_url=server.url, api_key="sk-bench",
+        max_retries=0,
     ) as llm:  # fmt: skip
         started = time.perf_counter()
         executor = FakeToolExecutor(tools=tools)
@@ -244,7 +246,7 @@ def work_for(size: int, run: int) -> Task:
 
 
 async def measure(
-    sizes: list[int], runs: int, model: Model, small_kinds: tuple[str, ...] = ()
+    sizes: list[int], runs: int, model: Model, small_kinds: frozenset[str] = SMALL_KINDS
 ) -> list[Run]:
     """Warm-up, then interleaved runs: React, Actionplan, LangGraph (it replays React's)."""
     results: list[Run] = []

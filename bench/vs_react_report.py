@@ -203,7 +203,7 @@ def verdicts(
         )
 
 
-def header(scale: float, pricings: list[Pricing], small_kinds: tuple[str, ...]) -> None:
+def header(scale: float, pricings: list[Pricing], small_kinds: frozenset[str]) -> None:
     """The yardstick, said once."""
     print(
         "PowerOn (engine, demo policy) vs LangGraph create_react_agent: extract notes, write a "
@@ -232,8 +232,9 @@ def header(scale: float, pricings: list[Pricing], small_kinds: tuple[str, ...]) 
         + f"; latency {LATENCY_BASE * 1000 * scale:.0f} ms + "
         f"{LATENCY_PER_TOKEN * 1000 * scale:g} ms per output token, whatever the model"
     )
-    routed = ", ".join(KINDS.get(k, k) for k in small_kinds) or "none"
+    routed = ", ".join(KINDS.get(k, k) for k in sorted(small_kinds, key=kind_order)) or "none"
     print(
-        f"per-stage: the bench names the small model for these calls: {routed}; each request "
-        "is priced by the model it named"
+        f"per-stage: the product's routing (StagedLLM) sends these calls to the small model: "
+        f"{routed}; each request is priced by the model it named (one sheet for both where no "
+        "small model is priced)"
     )

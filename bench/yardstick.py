@@ -33,6 +33,7 @@ from bench.vs_react_report import (
     summary,
     verdicts,
 )
+from workflows.engine.staged import SMALL_KINDS
 
 if TYPE_CHECKING:
     from bench.model_server import Call
@@ -78,14 +79,14 @@ def options(parser: argparse.ArgumentParser) -> None:
         "smaller sibling, gpt-4.1-nano for gpt-4.1-mini)",
     )  # fmt: skip
     parser.add_argument(
-        "--small-kinds", default="parameters,review",
-        help="call kinds whose requests the bench names the small model for ('' once the "
-        "product names its own small model)",
+        "--small-kinds", default=",".join(sorted(SMALL_KINDS)),
+        help="call kinds the product's per-stage routing (StagedLLM) sends to the small model "
+        "(default: the product's own, Stage 2 and the review)",
     )  # fmt: skip
 
 
-def small_kinds(args: argparse.Namespace) -> tuple[str, ...]:
-    return tuple(kind for kind in args.small_kinds.split(",") if kind)
+def small_kinds(args: argparse.Namespace) -> frozenset[str]:
+    return frozenset(kind for kind in args.small_kinds.split(",") if kind)
 
 
 @dataclass
