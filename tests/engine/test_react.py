@@ -618,6 +618,24 @@ async def test_stage_two_is_skipped_when_the_schema_asks_for_nothing() -> None:
     assert act.method == "web.crawl" and act.parameters["format"] == "markdown"
 
 
+async def test_stage_two_is_skipped_when_the_defaults_fix_every_field_asked_for() -> None:
+    """Optional fields the host's defaults set from the task (here the format, markdown when
+    nothing machine-readable was asked for) leave nothing for Stage 2: no call; when the
+    request asks for a machine-readable format, the default does not fix it, and Stage 2
+    is asked for it."""
+    crawl = select("web.crawl", parametersSchema={"fields": [{"name": "format"}]})
+    llm = ScriptedLLM([taskplan("t"), crawl, stop(), "ok"])
+    events = await collect(make_state(), llm)
+    llm.assert_complete()
+    assert "parameters" not in [c.kind for c in llm.calls]
+    assert of(events, "act")[0].parameters["format"] == "markdown"
+    llm = ScriptedLLM([taskplan("t"), crawl, params(format="text"), stop(), "ok"])
+    events = await collect(make_state(prompt="Crawl it and give me the pages as JSON."), llm)
+    llm.assert_complete()
+    assert [c.kind for c in llm.calls].count("parameters") == 1
+    assert of(events, "act")[0].parameters["format"] == "text"
+
+
 async def test_the_review_is_skipped_only_when_refine_met_the_criteria_with_evidence() -> None:
     """criteria met and the steps bear it out: success without a review call. Criteria met
     but the last action failed: the review is asked (and grounded)."""

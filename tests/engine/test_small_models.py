@@ -149,19 +149,20 @@ async def test_the_review_chooses_met_criteria_among_the_tasks_own(fake_openai, 
 
 async def test_stage_two_schema_types_the_asked_fields_as_the_action_does(fake_openai, llm) -> None:
     """Stage 2's schema holds exactly the fields Stage 1 asked for, typed by the action's own
-    model (an enum stays an enum), so `"format": "md"` cannot be sent."""
-    fields = {"fields": [{"name": "query", "type": "string"}, {"name": "searchDepth"}]}
+    model (an enum stays an enum), so `"format": "md"` cannot be sent. (A field the host's
+    defaults fix, such as the search depth, is not asked for.)"""
+    fields = {"fields": [{"name": "query", "type": "string"}, {"name": "timeRange"}]}
     fake_openai.add(
-        taskplan("t"), select(parametersSchema=fields), params(query="q", searchDepth="basic"),
+        taskplan("t"), select(parametersSchema=fields), params(query="q", timeRange="week"),
         stop(), "ok",
     )  # fmt: skip
     events = await collect(make_state(), llm)
     fake_openai.assert_complete()
     schema = schema_of(bodies(fake_openai, "ActionParameters")[0])
     values = resolved(schema, schema["properties"]["parameters"])
-    assert set(values["properties"]) == {"query", "searchDepth"}
-    depth = resolved(schema, values["properties"]["searchDepth"])
-    assert depth["enum"] == ["basic", "advanced"]
+    assert set(values["properties"]) == {"query", "timeRange"}
+    time_range = resolved(schema, values["properties"]["timeRange"])
+    assert time_range["enum"] == ["day", "week", "month", "year"]
     assert of(events, "act")[0].parameters["query"] == "q"
 
 

@@ -46,6 +46,8 @@ from .demo_text import (
 )
 
 DEMO_LABEL = "demo model"
+REPORT = "Report on the uploaded documents"
+"""The report's objective, which is also its title (the title's default)."""
 
 
 class DemoLLM:
@@ -164,12 +166,11 @@ class DemoLLM:
                 "parametersSchema": {"fields": []},
             }
         sources = produced[-1:] if extracted and produced else uploaded
-        return {
+        return {  # its title defaults to the objective, which fits: no parameter to ask for
             "action": "document.generateReport",
-            "actionObjective": "Write a report from the extracted text.",
+            "actionObjective": REPORT,
             "requiredInputDocuments": [f"docList:{label}" for label in sources],
-            "parametersContext": "A short report of the documents' content.",
-            "parametersSchema": {"fields": [{"name": "title", "type": "string"}]},
+            "parametersSchema": {"fields": []},
         }
 
     def parameters(self, prompt: str) -> dict[str, Any]:
@@ -226,18 +227,16 @@ class DemoLLM:
         extract = f"docList:round{r}_task{t}_action{a}_extract"
         return {
             "actions": [
-                {
+                {  # the defaults fit both: no parameters
                     "action": "document.extract",
                     "actionObjective": "Extract the uploaded documents.",
                     "requiredInputDocuments": [f"docList:{label}" for label in uploaded],
-                    "parameters": {"aiPrompt": "Extract the main points."},
                     "resultLabel": "extract",
                 },
                 {
                     "action": "document.generateReport",
-                    "actionObjective": "Write a report.",
+                    "actionObjective": REPORT,
                     "requiredInputDocuments": [extract],
-                    "parameters": {"title": "Report on the uploaded documents"},
                     "resultLabel": "report",
                 },
             ]

@@ -17,14 +17,14 @@ from .actions import (
 from .answer import answer_key
 from .calls import ask, rejected_proposal, with_cause
 from .catalog import catalog_check, select, task_catalog
-from .contracts import describe_error
+from .contracts import Tool, describe_error
 from .core import Out, Rejected, RoundContext, Step, TaskState
-from .defaults import DefaultsContext
+from .defaults import DefaultsContext, apply_defaults
 from .events import ActEvent, AskEvent, ErrorEvent, Event, PlanEvent, RefineEvent
 from .narrowed import parameters_output
 from .prompts import parameters_prompt, reconcile_schema, render_observation
 from .ranking import SEARCH_ACTION
-from .schemas import ActionSelection, Observation, RefinementDecision
+from .schemas import ActionSelection, Observation, ParametersSchema, RefinementDecision
 from .selection import (
     answer_rule,
     answers_with_refine,
@@ -229,17 +229,19 @@ async def act(
     When the schema asks for nothing, the defaults are taken without a model call."""
     tool = find_tool(ctx, selection.action)
     assert tool is not None  # plan() only accepts actions of the catalog
-    schema = reconcile_schema(selection.parametersSchema, tool.Parameters)
+    defaults = DefaultsContext(
+        language=ctx.state.language,
+        task_type=step.task.item.taskType,
+        text=task_text(ctx, step.task, selection.actionObjective),
+    )
+    schema = left_to_stage_two(
+        reconcile_schema(selection.parametersSchema, tool.Parameters), tool, defaults
+    )
     messages = parameters_prompt(
         action=selection.action,
         objective=selection.actionObjective,
         context=selection.parametersContext,
         schema=schema,
-    )
-    defaults = DefaultsContext(
-        language=ctx.state.language,
-        task_type=step.task.item.taskType,
-        text=task_text(ctx, step.task, selection.actionObjective),
     )
     if not schema.fields:  # nothing for Stage 2 to set: the defaults, without a call
         try:
@@ -270,6 +272,17 @@ async def act(
             documents=selection.requiredInputDocuments,
             connection=selection.requiredConnection,
         )
+
+
+def left_to_stage_two(
+    schema: ParametersSchema, tool: Tool, defaults: DefaultsContext
+) -> ParametersSchema:
+    """The fields Stage 2 has to set: Stage 1's, without the optional ones the host's
+    defaults fix from the task (its language, search depth, recency, format). When none is
+    left, the action runs on its defaults without a Stage 2 call."""
+    _, fixed = apply_defaults(tool.Parameters, {}, defaults)
+    kept = [f for f in schema.fields if f.required or f.name not in fixed]
+    return schema if len(kept) == len(schema.fields) else ParametersSchema(fields=kept)
 
 
 async def refine(

@@ -225,9 +225,10 @@ class DocumentExtractParameters(BaseModel):
 
 
 class GenerateReportParameters(BaseModel):
-    """document.generateReport: a report from the input documents."""
+    """document.generateReport: a report from the input documents (as the real tool: its
+    title defaults to the objective)."""
 
-    title: str
+    title: str | None = None
 
 
 Behaviour = Callable[[Any, ActionContext], Awaitable[ActionResult]]
@@ -299,7 +300,8 @@ async def _extract(params: Any, ctx: ActionContext) -> ActionResult:
 
 async def _report(params: Any, ctx: ActionContext) -> ActionResult:
     texts = await _text_of(ctx)
-    body = f"# {params.title}\n\n" + "\n\n".join(f"## {n}\n\n{t}" for n, t in texts)
+    title = params.title or ctx.objective or "Report"
+    body = f"# {title}\n\n" + "\n\n".join(f"## {n}\n\n{t}" for n, t in texts)
     doc = ProducedDocument(name="report.md", mime="text/markdown", data=body.encode())
     return ActionResult(success=True, documents=[doc], label="report")
 
