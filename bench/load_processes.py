@@ -1,6 +1,6 @@
 """The processes of bench/event_latency.py's production topology: the fake model server
-(the demo model's policy, a little slow), Daphne and a worker with commit times stamped on
-each event's JSON, and how the bench starts, waits for and stops them."""
+(the demo model's policy, a little slow), Daphne and a worker with commit (and send) times
+stamped on each event's JSON, and how the bench starts, waits for and stops them."""
 
 from __future__ import annotations
 
@@ -47,15 +47,19 @@ def serve_model() -> None:
 
 
 def stamp_commits() -> None:
-    """In an app process: note when each event is committed, and say it in its JSON."""
+    """In an app process: note when each event is committed, and say it in its JSON, with
+    the time it was rendered for the channel layer when it is broadcast."""
     import django
 
     django.setup()
     from workflows.contract import Envelope
     from workflows.execution import recording
+    from workflows.live import broadcast
 
     committed: dict[tuple[int, int | None], float] = {}
     record, record_many, as_json = recording.record, recording.record_many, Envelope.as_json
+    rendered = broadcast.rendered
+    broadcasting = [False]
 
     def stamped_record(*args: Any, **kwargs: Any) -> Envelope | None:
         envelope = record(*args, **kwargs)
@@ -74,11 +78,21 @@ def stamp_commits() -> None:
         data = as_json(envelope)
         if (at := committed.get((envelope.workflow, envelope.seq))) is not None:
             data["committedAt"] = at
+            if broadcasting[0]:
+                data["sentAt"] = time.time()
         return data
+
+    def stamped_rendered(envelope: Envelope) -> dict[str, Any]:
+        broadcasting[0] = True  # rendered in the event loop's thread, one at a time
+        try:
+            return rendered(envelope)
+        finally:
+            broadcasting[0] = False
 
     recording.record = stamped_record  # type: ignore[assignment]
     recording.record_many = stamped_record_many  # type: ignore[assignment]
     Envelope.as_json = stamped_json  # type: ignore[method-assign]
+    broadcast.rendered = stamped_rendered  # type: ignore[assignment]
 
 
 def serve_app(port: int) -> None:
