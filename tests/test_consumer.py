@@ -10,7 +10,7 @@ from channels.db import database_sync_to_async
 from tests.live import connect, receive
 from workflows import services
 from workflows.contract import Envelope, RunEvent
-from workflows.engine.events import StatusEvent
+from workflows.engine.events import DeltaEvent, StatusEvent
 from workflows.execution import recording
 from workflows.live import broadcast
 from workflows.models import ChatMessage
@@ -69,6 +69,56 @@ async def test_replay_from_k_then_live_without_gap_or_duplicate(alice):
     await broadcast.broadcast(thirteen)  # 12 was never broadcast: filled from the DB
     assert [(await receive(communicator))["seq"] for _ in range(2)] == [12, 13]
     assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
+
+
+async def test_events_sent_together_arrive_in_order_each_once(alice):
+    """Events of a run sent in one layer message reach the viewer one by one, in seq order:
+    one it has is dropped, one the message skipped is filled from the database."""
+    workflow = await make_workflow(alice)
+    first, second = await store_events(workflow, 2)
+    communicator = await connect(alice, workflow.pk)
+    assert [(await receive(communicator))["seq"] for _ in range(2)] == [1, 2]
+    three, four, five = await store_events(workflow, 3)
+    piece = DeltaEvent(round=1, key="answer", text="Hello", offset=0, attempt="a1")
+    frame = Envelope(workflow=workflow.pk, seq=None, event=piece)  # a live frame: no seq
+    await broadcast.broadcast_many([second, three, frame, five])  # 2 is had, 4 is not sent
+    received = [await receive(communicator) for _ in range(4)]
+    assert [event["seq"] for event in received] == [3, None, 4, 5]
+    assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
+
+
+async def test_live_events_go_on_while_a_catch_up_waits_for_the_database(
+    alice, settings, monkeypatch
+):
+    """A viewer that heard nothing for a while asks the database what it missed; while that
+    read waits (a busy process), live events still reach it, and what they brought is not
+    sent again when the read comes back."""
+    from workflows.live import consumer
+
+    settings.POWERON_CATCH_UP_SECONDS = 0.2
+    workflow = await make_workflow(alice)
+    await store_events(workflow, 1)
+    communicator = await connect(alice, workflow.pk)
+    assert (await receive(communicator))["seq"] == 1
+    reading, answer = asyncio.Event(), asyncio.Event()
+    read = consumer.stored_events
+
+    async def slow_read(*args):  # the real read, once the test lets it answer
+        reading.set()
+        await answer.wait()
+        return await read(*args)
+
+    monkeypatch.setattr(consumer, "stored_events", slow_read)
+    (two,) = await store_events(workflow, 1)  # stored; the viewer hears nothing of it
+    await asyncio.wait_for(reading.wait(), 10)  # the catch-up reads the database
+    try:
+        await broadcast.broadcast(two)  # then it arrives after all
+        assert (await receive(communicator))["seq"] == 2
+    finally:
+        answer.set()
+    assert await communicator.receive_nothing(timeout=1.0)  # nothing twice
     await communicator.disconnect()
 
 

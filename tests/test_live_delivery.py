@@ -2,6 +2,8 @@
 answer travels in frames at a human rate, and every viewer's text is complete and in order,
 also one that joins in the middle of the stream."""
 
+import asyncio
+
 import pytest
 from channels.db import database_sync_to_async
 
@@ -120,6 +122,32 @@ async def test_a_live_event_is_rendered_once_for_every_viewer(alice, monkeypatch
     assert renders == []  # no per-viewer template work for a live event
     for viewer in viewers:
         await viewer.disconnect()
+
+
+async def test_what_a_run_queues_while_the_layer_is_busy_leaves_in_one_message(alice):
+    """The events a run queues before its sender gets to the layer go out together, in
+    order, as one layer message (each message costs every receiving process round trips)."""
+    from channels.layers import get_channel_layer
+
+    workflow = await database_sync_to_async(services.workflow_create)(owner=alice)
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(broadcast.viewers_group(workflow.pk), channel)
+    stored = [
+        await database_sync_to_async(recording.record)(
+            workflow.pk, StatusEvent(round=1, code="info", reason=f"n{n}")
+        )
+        for n in range(3)
+    ]
+    sender = broadcast.Sender()
+    for envelope in stored:
+        sender.send(envelope)
+    await sender.close()
+    message = await asyncio.wait_for(layer.receive(channel), 5)
+    assert message["type"] == "workflow.events"
+    assert [event["seq"] for event in message["events"]] == [1, 2, 3]
+    assert all("n2" in message["events"][2][part] for part in ("json", "html"))
+    assert sender.dropped == 0
 
 
 async def test_stored_deltas_are_few_per_second(alice, model):

@@ -196,8 +196,15 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             # Those events may be on their way: replay only what has not come by itself.
             await asyncio.sleep(CATCH_UP_GRACE_SECONDS)
             if stored > self.last_seq:
+                # Read before taking the lock: live events go on while the database answers
+                # (in a busy process that can take a while), and what they brought is skipped.
+                missed = await stored_events(self.workflow_id, self.last_seq, stored)
                 async with self.ordered:
-                    await self.replay(upto=stored)
+                    for envelope in missed:
+                        if envelope.seq is not None and envelope.seq > self.last_seq:
+                            await self.send_event(envelope)
+                    if len(missed) == REPLAY_BATCH:
+                        await self.replay(upto=stored)
 
     async def workflow_gone(self, message: dict[str, Any]) -> None:
         """The workflow was deleted (in another tab): this socket ends."""
@@ -207,18 +214,32 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         """A live event from the run, already stored (or an unstored frame of an answer),
         rendered once by the process that stored it: sent as it is."""
         self.heard = time.monotonic()
-        seq = message["seq"]
         async with self.ordered:
-            if seq is not None:
-                if seq <= self.last_seq:
+            await self.relay(message)
+
+    async def workflow_events(self, message: dict[str, Any]) -> None:
+        """Live events of the run sent together, each as `workflow_event` takes one."""
+        self.heard = time.monotonic()
+        async with self.ordered:
+            for event in message["events"]:
+                if not await self.relay(event):
                     return
-                if seq - self.last_seq > FELL_BEHIND_EVENTS:  # too slow: reconnect and replay
-                    await self.close(code=CLOSE_FELL_BEHIND)
-                    return
-                if seq > self.last_seq + 1:  # the layer dropped something: the database has it
-                    await self.replay(upto=seq - 1)
-                self.last_seq, self.settled = seq, message["final"]
-            await self.send(text_data=message[self.format])
+
+    async def relay(self, event: dict[str, Any]) -> bool:
+        """Send one live event in order (held: `ordered`); False once the socket is closed
+        for falling behind."""
+        seq = event["seq"]
+        if seq is not None:
+            if seq <= self.last_seq:
+                return True
+            if seq - self.last_seq > FELL_BEHIND_EVENTS:  # too slow: reconnect and replay
+                await self.close(code=CLOSE_FELL_BEHIND)
+                return False
+            if seq > self.last_seq + 1:  # the layer dropped something: the database has it
+                await self.replay(upto=seq - 1)
+            self.last_seq, self.settled = seq, event["final"]
+        await self.send(text_data=event[self.format])
+        return True
 
     async def send_event(self, envelope: Envelope) -> None:
         if envelope.seq is not None:
