@@ -34,9 +34,23 @@ def api(alice_token) -> Client:
     return Client(headers=bearer(alice_token))
 
 
+class BearerAsyncClient(AsyncClient):
+    """An AsyncClient that sends a bearer token with every request (the constructor's
+    `headers` reach an ASGI request under their WSGI names, which it drops)."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self.token = token
+
+    def generic(self, method, path, *args, headers=None, **extra):
+        headers = {**bearer(self.token), **(headers or {})}
+        return super().generic(method, path, *args, headers=headers, **extra)
+
+
 @pytest.fixture
 def async_api(alice_token) -> AsyncClient:
-    return AsyncClient(headers=bearer(alice_token))
+    """alice's program, for async tests (whose rounds run in the test's event loop)."""
+    return BearerAsyncClient(alice_token)
 
 
 @pytest.fixture

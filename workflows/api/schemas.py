@@ -5,6 +5,7 @@ and refuse unknown fields here."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -23,6 +24,12 @@ RunStatus = Literal[
 ]
 
 
+NO_NUL = r"^[^\x00]*$"
+VISIBLE = r"^[^\x00]*[^\s\x00-\x1f\x7f][^\x00]*$"
+"""Text that says something: a character that is neither a space nor a control character,
+and no NUL (the documents' patterns, checked as written)."""
+
+
 def readable(text: str) -> str:
     """Text a database can store: no NUL character, no lone surrogate."""
     if "\x00" in text:
@@ -32,6 +39,16 @@ def readable(text: str) -> str:
     except UnicodeEncodeError:
         raise ValueError("is not valid Unicode text") from None
     return text
+
+
+def visible(text: str) -> str:
+    """Readable text with something to read (the page's rule, by the document's pattern)."""
+    if not re.fullmatch(VISIBLE, readable(text)):
+        raise ValueError("must hold a character that is neither a space nor a control one")
+    return text
+
+
+SAYS = {"pattern": VISIBLE}
 
 
 class Input(BaseModel):
@@ -45,7 +62,7 @@ class WorkflowCreateIn(Input):
     """A new workflow: its mode and step limit (the title comes from the first message if
     none is given)."""
 
-    title: str = Field(default="", max_length=200)
+    title: str = Field(default="", max_length=200, json_schema_extra={"pattern": NO_NUL})
     mode: Mode = "react"
     maxSteps: int | None = Field(default=None, ge=1, le=50)
     """Steps per task before the run asks to go on; the site's default when left out."""
@@ -56,9 +73,9 @@ class WorkflowCreateIn(Input):
 class WorkflowRenameIn(Input):
     """A workflow's new title (spaces collapsed)."""
 
-    title: str = Field(min_length=1, max_length=200)
+    title: str = Field(min_length=1, max_length=200, json_schema_extra={"pattern": VISIBLE})
 
-    _readable = field_validator("title")(readable)
+    _visible = field_validator("title")(visible)
 
 
 class SendIn(commands.Send):
@@ -67,8 +84,9 @@ class SendIn(commands.Send):
 
     model_config = ConfigDict(extra="forbid")
     action: SkipJsonSchema[Literal["send"]] = Field(default="send", exclude=True)
+    text: Annotated[str, commands.Send.model_fields["text"], Field(json_schema_extra=SAYS)]
 
-    _readable = field_validator("text")(readable)
+    _visible = field_validator("text")(visible)
 
 
 class EditIn(SendIn):
@@ -84,8 +102,9 @@ class SteerIn(commands.Steer):
 
     model_config = ConfigDict(extra="forbid")
     action: SkipJsonSchema[Literal["steer"]] = Field(default="steer", exclude=True)
+    text: Annotated[str, commands.Steer.model_fields["text"], Field(json_schema_extra=SAYS)]
 
-    _readable = field_validator("text")(readable)
+    _visible = field_validator("text")(visible)
 
 
 class ExtendIn(commands.Extend):
@@ -198,7 +217,8 @@ class EventOut(BaseModel):
     task: int
     action: int
     payload: dict[str, Any]
-    at: datetime | None
+    at: str | None = Field(json_schema_extra={"format": "date-time"})
+    """When it was stored (ISO 8601), exactly as the socket sends it."""
 
 
 class EventPage(BaseModel):

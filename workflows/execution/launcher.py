@@ -10,6 +10,7 @@ as DBOS messages to the run, wherever it executes.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from typing import Any
 
@@ -55,7 +56,12 @@ async def start_round(
     if queued:  # said before the round is on the queue, where a worker may take it at once
         waiting = await database_sync_to_async(queued_record)(workflow.pk, message.round)
         await broadcast.broadcast(waiting)
-    await runner.start(durable.RunRef.of(workflow), message.pk, queued=queued)
+    # The round outlives whoever asked for it, so it starts in a context of its own: a
+    # request's async view runs under Django's sync middleware (through async_to_sync), and a
+    # round started in its context would send its database calls to that request's executor,
+    # gone with the request.
+    starting = runner.start(durable.RunRef.of(workflow), message.pk, queued=queued)
+    await asyncio.get_running_loop().create_task(starting, context=contextvars.Context())
 
 
 def queued_record(workflow_id: int, round: int) -> Envelope:

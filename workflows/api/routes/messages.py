@@ -39,7 +39,13 @@ def list_messages(request: HttpRequest, workflow_id: WorkflowId) -> dict:
 
 
 async def start(
-    request: HttpRequest, workflow_id: int, *, text: str, documents: list[int], reruns: int | None
+    request: HttpRequest,
+    workflow_id: int,
+    *,
+    text: str,
+    documents: list[int],
+    reruns: int | None,
+    reruns_in_path: bool = False,
 ) -> Status:
     """Open a round as the page does; a refusal becomes its problem, with nothing stored."""
     user = caller(request).user
@@ -49,13 +55,14 @@ async def start(
             workflow_id=workflow_id, user=user, text=text, document_ids=documents, reruns=reruns
         )
     except launcher.CommandRefused as refused:
-        raise refusal(refused) from refused
+        raise refusal(refused, reruns_in_path=reruns_in_path) from refused
     workflow = await ChatWorkflow.objects.aget(pk=workflow_id)
     return Status(202, await database_sync_to_async(shapes.run_out)(workflow))
 
 
-def refusal(refused: launcher.CommandRefused) -> Problem:
-    """The problem for a round that did not open, by what refused it."""
+def refusal(refused: launcher.CommandRefused, *, reruns_in_path: bool) -> Problem:
+    """The problem for a round that did not open, by what refused it (an earlier round that
+    does not exist: 404 when the path names it, 422 for the body's `reruns`)."""
     cause, text = refused.__cause__, str(refused)
     if isinstance(cause, services.RateLimited):
         return rate_limited(text, cause.retry_after)
@@ -64,7 +71,7 @@ def refusal(refused: launcher.CommandRefused) -> Problem:
     if isinstance(cause, services.UploadsRefused):
         return invalid("documents", text)
     if isinstance(cause, services.RoundRefused):
-        return invalid("round", text)
+        return Problem("not-found", text) if reruns_in_path else invalid("reruns", text)
     return Problem("already-running", text)
 
 
@@ -100,7 +107,9 @@ async def edit_round(
 ) -> Status:
     """Edit the message of an earlier round and run it again: a new round with copies of
     that round's uploads, which sees only the rounds before it (the earlier round stays)."""
-    return await start(request, workflow_id, text=payload.text, documents=[], reruns=round)
+    return await start(
+        request, workflow_id, text=payload.text, documents=[], reruns=round, reruns_in_path=True
+    )
 
 
 @router.post(
@@ -120,5 +129,7 @@ async def regenerate_round(
     try:
         text = await commands.round_text(workflow_id, round)
     except launcher.CommandRefused as refused:
-        raise invalid("round", str(refused)) from refused
-    return await start(request, workflow_id, text=text, documents=[], reruns=round)
+        raise Problem("not-found", str(refused)) from refused
+    return await start(
+        request, workflow_id, text=text, documents=[], reruns=round, reruns_in_path=True
+    )

@@ -17,6 +17,7 @@ from workflows.api.auth import READ, RUN, caller
 from workflows.api.errors import Problem, invalid, responses
 from workflows.api.schemas import (
     BIGINT,
+    NO_NUL,
     MeOut,
     WorkflowCreateIn,
     WorkflowOut,
@@ -56,7 +57,9 @@ def me(request: HttpRequest) -> dict:
 def list_workflows(
     request: HttpRequest,
     q: Annotated[
-        str, Query(max_length=200, description="Words every match holds."), AfterValidator(readable)
+        str,
+        Query(max_length=200, pattern=NO_NUL, description="Words every match holds."),
+        AfterValidator(readable),
     ] = "",
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
