@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 
 from workflows import selectors
 from workflows.forms import WorkflowCreateForm
+from workflows.markdown import render_markdown
 from workflows.models import ApiToken
 
 from . import tokens
@@ -81,18 +82,19 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
 def docs_page(request: HttpRequest, *, api: Any) -> HttpResponse:
     """The API's reference, made from its OpenAPI document."""
     schema = api.get_openapi_schema()
+    components = schema["components"]["schemas"]
     operations = [
         {
             "method": method.upper(),
             "path": route,
             "id": operation["operationId"],
             "summary": operation.get("summary", ""),
-            "description": operation.get("description", ""),
+            "description": render_markdown(operation.get("description", "")),
             "tag": (operation.get("tags") or [""])[0],
             "parameters": [
                 {**p, "type": type_of(p.get("schema", {}))} for p in operation["parameters"]
             ],
-            "body": body_of(operation),
+            "body": body_of(operation, components),
             "responses": [
                 {"status": status, "description": answer.get("description", ""),
                  "type": answer_type(answer)}
@@ -112,7 +114,7 @@ def docs_page(request: HttpRequest, *, api: Any) -> HttpResponse:
     ]
     context = {
         "schema": schema,
-        "tags": schema.get("tags", []),
+        "description": render_markdown(schema["info"]["description"]),
         "operations": operations,
         "models": models,
         "problems": TYPES.values(),
@@ -165,13 +167,14 @@ def fields_of(schema: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def body_of(operation: dict[str, Any]) -> dict[str, Any] | None:
+def body_of(operation: dict[str, Any], components: dict[str, Any]) -> dict[str, Any] | None:
     body = operation.get("requestBody")
     if not body:
         return None
     media, content = next(iter(body["content"].items()))
     schema = content.get("schema", {})
-    return {"media": media, "type": type_of(schema), "fields": fields_of(schema)}
+    named = components.get(type_of(schema), schema) if "$ref" in schema else schema
+    return {"media": media, "type": type_of(schema), "fields": fields_of(named)}
 
 
 def answer_type(answer: dict[str, Any]) -> str:

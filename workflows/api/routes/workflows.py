@@ -34,7 +34,7 @@ WorkflowId = Annotated[int, Path(ge=1, le=BIGINT, description="The workflow's id
 RoundNumber = Annotated[int, Path(ge=1, le=2**31 - 1, description="A round's number.")]
 
 
-@router.get("/me", response=MeOut, auth=READ, operation_id="me")
+@router.get("/me", response=MeOut, auth=READ, operation_id="me", summary="Who calls")
 def me(request: HttpRequest) -> dict:
     """Who the caller is, and the token the request came with."""
     principal = caller(request)
