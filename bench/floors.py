@@ -20,7 +20,6 @@ A goal below a floor cannot be met by tuning prompts, caching or the host.
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
 from string import ascii_letters
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from bench.rendering import compact, count, resolve
 from bench.sheets import Sheet
 from bench.vs_react_report import COST_GOALS, LATENCY_BASE, LATENCY_PER_TOKEN, SYSTEMS, TIME_GOALS
+from workflows.engine.formats import ANSWER_KEY, split_answer
 
 if TYPE_CHECKING:
     from bench.model_server import Call
@@ -73,10 +73,14 @@ def all_optional(call: Call) -> bool:
 
 def least_output(call: Call) -> int:
     """The output tokens of a call's answer in the least encoding (a streamed or plain text
-    answer, and LangGraph's tool calls, stay whole)."""
+    answer, and LangGraph's tool calls, stay whole; an answer to the user written with a
+    decision counts as plain text after its JSON, as the product can write it)."""
     if call.system == "langgraph" or not call.structured:
         return call.output_tokens
-    return count(compact(least(json.loads(call.content))))
+    value = split_answer(call.content)
+    answer = value.pop(ANSWER_KEY, None)
+    tokens = count(compact(least(value)))
+    return tokens + (1 + count(answer) if answer else 0)
 
 
 def new_content(calls: list[Call]) -> int:

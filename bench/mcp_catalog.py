@@ -49,7 +49,6 @@ from workflows.engine import llm as engine_llm  # noqa: E402
 from workflows.engine import ranking  # noqa: E402
 from workflows.engine.prompts import system_message  # noqa: E402
 from workflows.engine.ranking import Ranking, task_view  # noqa: E402
-from workflows.engine.staged import SMALL_KINDS  # noqa: E402
 from workflows.tools.mcp import McpHub, forget_listings  # noqa: E402
 from workflows.tools.mcp_servers import McpServer  # noqa: E402
 
@@ -120,7 +119,7 @@ def as_langchain(
 
 
 async def measure(
-    sizes: list[int], runs: int, model: Model, small_kinds: frozenset[str] = SMALL_KINDS
+    sizes: list[int], runs: int, model: Model, engine: dict[str, Any] | None = None
 ) -> tuple[list[Run], dict]:
     """Warm-up, then interleaved runs per size; also each size's catalog, whole and as a
     task's Stage 1 lists it (system message tokens)."""
@@ -141,13 +140,13 @@ async def measure(
                 for run in range(runs + 1):  # run 0: the unmeasured warm-up
                     work = work_for(size, run)
                     react, plan = [
-                        await poweron(mode, tools, work, run, fake, model, small_kinds=small_kinds)
+                        await poweron(mode, tools, work, run, fake, model, **(engine or {}))
                         for mode in ("react", "actionplan")
                     ]
                     with cut_catalog():
                         cut = await poweron(
                             "react", tools, work, run, fake, model, system="cut",
-                            small_kinds=small_kinds,
+                            **(engine or {}),
                         )  # fmt: skip
                     assert react.trace is not None
                     model.traces[size, run] = react.trace
@@ -252,9 +251,9 @@ def main() -> None:
     engine_llm.ALLOW_REMOTE_MODEL_REQUESTS = False
     model = Model(scale)
     started = time.perf_counter()
-    small_kinds = yardstick.small_kinds(args)
+    engine = yardstick.engine_options(args)
     with netguard.guarded():
-        results, catalogs = asyncio.run(measure(sizes, runs, model, small_kinds))
+        results, catalogs = asyncio.run(measure(sizes, runs, model, engine))
     print(
         "Over a real MCP server's tools (tests/support/mcp_server.py over stdio, listed by "
         "McpHub); everything else as in bench/vs_react.py"

@@ -25,6 +25,7 @@ from tests.support.fake_openai import FakeReply
 from tests.support.fake_tool_calls import tool_calls
 from workflows.engine import llm as engine_llm
 from workflows.engine.demo import DemoLLM
+from workflows.engine.formats import ASKED, join_answer
 from workflows.engine.staged import StagedLLM
 
 BENCH_KIND = "x_bench_kind"
@@ -103,7 +104,10 @@ class Model:
                 answer = DemoLLM().complete(messages, output=AnyAnswer, kind=kind)
                 value = asyncio.run(answer).value.root
                 answer_model = self.outputs.get(schema or "") or self.outputs.get(kind)
-                content = structured_answer(value, response_format, answer_model)
+                if answer_model is not None and ASKED.get(answer_model) == "answer_after":
+                    content = join_answer(value)  # the answer after the JSON, as plain text
+                else:
+                    content = structured_answer(value, response_format, answer_model)
                 tokens, old = count(content), count(json.dumps(value, ensure_ascii=False))
             else:
                 kind = "final" if body.get("stream") else "text"

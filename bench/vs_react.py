@@ -153,6 +153,7 @@ async def poweron(
     *,
     system: str = "",
     small_kinds: frozenset[str] = SMALL_KINDS,
+    schemas: str = "shared",
 ) -> Run:
     """One round of the real engine, with the product's per-stage routing; the trace of what
     it did (`system`: the name it is reported under, the mode by default; `small_kinds`: the
@@ -160,8 +161,8 @@ async def poweron(
     system = system or mode
     store, trace = uploaded(work), Trace()
     uses_documents = {tool.name for tool in tools if tool.uses_documents}
-    # A hosted provider with a prompt cache: the schemas the host sends such a provider.
-    state = RoundState(mode=mode, round=1, prompt=work.prompt, schemas="stable")  # type: ignore[arg-type]
+    # A hosted provider with a prompt cache: the layout the host gives such a provider.
+    state = RoundState(mode=mode, round=1, prompt=work.prompt, schemas=schemas)  # type: ignore[arg-type]
     seconds, completed, reported = 0.0, False, False
     methods: dict[int, str] = {}
     async with staged_llm(
@@ -246,7 +247,7 @@ def work_for(size: int, run: int) -> Task:
 
 
 async def measure(
-    sizes: list[int], runs: int, model: Model, small_kinds: frozenset[str] = SMALL_KINDS
+    sizes: list[int], runs: int, model: Model, engine: dict[str, Any] | None = None
 ) -> list[Run]:
     """Warm-up, then interleaved runs: React, Actionplan, LangGraph (it replays React's)."""
     results: list[Run] = []
@@ -255,11 +256,9 @@ async def measure(
             tools = catalog(size)
             for run in range(runs + 1):  # run 0: the unmeasured warm-up
                 work = work_for(size, run)
-                react = await poweron(
-                    "react", tools, work, run, server, model, small_kinds=small_kinds
-                )
+                react = await poweron("react", tools, work, run, server, model, **(engine or {}))
                 plan = await poweron(
-                    "actionplan", tools, work, run, server, model, small_kinds=small_kinds
+                    "actionplan", tools, work, run, server, model, **(engine or {})
                 )
                 assert react.trace is not None
                 model.traces[size, run] = react.trace
@@ -287,9 +286,8 @@ def main() -> None:
     engine_llm.ALLOW_REMOTE_MODEL_REQUESTS = False
     model = Model(scale)
     started = time.perf_counter()
-    small_kinds = yardstick.small_kinds(args)
     with netguard.guarded():
-        results = asyncio.run(measure(sizes, runs, model, small_kinds))
+        results = asyncio.run(measure(sizes, runs, model, yardstick.engine_options(args)))
     tables = yardstick.report(model.calls, results, sizes, runs, scale, args)
     for error in model.errors:
         print(f"model server error: {error}")

@@ -79,6 +79,12 @@ def options(parser: argparse.ArgumentParser) -> None:
         "smaller sibling, gpt-4.1-nano for gpt-4.1-mini)",
     )  # fmt: skip
     parser.add_argument(
+        "--schemas", default="shared", choices=("shared", "stable"),
+        help="PowerOn's layout for a hosted provider: shared (one prompt head for every kind of "
+        "call, no schema, compact answers, the answer after the JSON: the product's default) "
+        "or stable (a strict schema per kind of call, the earlier default)",
+    )  # fmt: skip
+    parser.add_argument(
         "--small-kinds", default=",".join(sorted(SMALL_KINDS)),
         help="call kinds the product's per-stage routing (StagedLLM) sends to the small model "
         "(default: the product's own, Stage 2 and the review)",
@@ -87,6 +93,11 @@ def options(parser: argparse.ArgumentParser) -> None:
 
 def small_kinds(args: argparse.Namespace) -> frozenset[str]:
     return frozenset(kind for kind in args.small_kinds.split(",") if kind)
+
+
+def engine_options(args: argparse.Namespace) -> dict[str, Any]:
+    """How the engine runs for a hosted provider: its layout and its per-stage routing."""
+    return {"small_kinds": small_kinds(args), "schemas": args.schemas}
 
 
 @dataclass

@@ -243,8 +243,9 @@ POWERON_LLM_TIMEOUT = env_float("POWERON_LLM_TIMEOUT", 60, low=1)
 POWERON_LLM_TIMEOUT_PER_1K = env_float("POWERON_LLM_TIMEOUT_PER_1K", 0.0, low=0)
 # How far each call's JSON schema follows the live state: narrow (it also lists the documents
 # that exist: best for small local models), stable (the same schema across a task's calls, so a
-# provider's prompt cache holds), or auto: narrow for a server on this machine or a private
-# network, stable for a hosted provider.
+# provider's prompt cache holds), shared (no schema: one prompt head for every kind of call,
+# compact answers, the answer after the JSON), or auto: narrow for a server on this machine or
+# a private network, shared for a hosted provider.
 POWERON_LLM_SCHEMAS = os.environ.get("POWERON_LLM_SCHEMAS", "auto").strip().lower()
 # A small model for the small jobs (Stage 2's parameters, the review), on its own server and
 # key if they are set (else the main model's); empty: every call goes to the main model.

@@ -227,11 +227,13 @@ def test_runner_mode_is_checked_at_start(tmp_path, env, message):
         ("http://127.0.0.1:8081/v1", "auto", "narrow"),  # llama-server on this machine
         ("http://localhost:11434/v1", "auto", "narrow"),
         ("http://10.0.0.7:8000/v1", "auto", "narrow"),  # vLLM on the private network
-        ("https://api.openai.com/v1", "auto", "stable"),  # a hosted provider's cache
-        ("", "auto", "stable"),
+        ("https://api.openai.com/v1", "auto", "shared"),  # a hosted provider's cache
+        ("", "auto", "shared"),
         ("http://127.0.0.1:8081/v1", "stable", "stable"),
+        ("https://api.openai.com/v1", "stable", "stable"),
+        ("http://127.0.0.1:8081/v1", "shared", "shared"),
         ("https://api.openai.com/v1", "narrow", "narrow"),
-        ("https://api.openai.com/v1", "sometimes", "stable"),  # unknown: auto, with a warning
+        ("https://api.openai.com/v1", "sometimes", "shared"),  # unknown: auto, with a warning
     ],
 )
 def test_call_schemas_follow_where_the_model_server_is(settings, base_url, choice, schemas):

@@ -42,3 +42,26 @@ def test_a_missing_or_null_field_gives_nothing():
 def test_text_before_the_object_and_pretty_printing_do_not_matter():
     text = "Here it is:\n" + json.dumps({"reason": "r", "answer": "A\nB"}, indent=2)
     assert FieldStream("answer").feed(text) == "A\nB"
+
+
+def test_the_text_after_the_json_comes_whatever_the_pieces() -> None:
+    """An answer written after the JSON object streams out without the line break after the
+    object, a fence closing it or blank space at its end, the same as split_answer reads it,
+    whatever the pieces' boundaries (braces and quotes inside the object's strings do not
+    close it)."""
+    from workflows.engine.formats import split_answer
+    from workflows.engine.jsonstream import TailStream
+
+    replies = [
+        '{"decision":"stop","reason":"A } and a \\\\\\" {","criteriaMet":true}'
+        "\nThe *answer*.\n\n- one\n",
+        '```json\n{"status":"success","next":{"a":[1,{"b":2}]}}\n```\nHello.  ',
+        '{"decision":"continue","reason":"More."}',
+    ]
+    for reply in replies:
+        expected = split_answer(reply).get("answer", "")
+        for size in (1, 2, 3, 5, 8, 13):
+            stream = TailStream()
+            pieces = [reply[i : i + size] for i in range(0, len(reply), size)]
+            assert "".join(stream.feed(piece) for piece in pieces) == expected
+    assert split_answer(replies[0])["answer"] == "The *answer*.\n\n- one"

@@ -130,6 +130,8 @@ async def plan_actions(
         tuple(c.label for c in ctx.state.connections),
         limit,
     )
+    first = task.actions + 1
+    now = f"At most {limit} actions: round {ctx.round}, task {task.number}, numbered from {first}."
     async for event in ask(
         ctx,
         messages,
@@ -138,6 +140,7 @@ async def plan_actions(
         out=out,
         check=lambda plan: checked_plan(ctx, task, view, plan),
         task=task.number,
+        now=now,
     ):
         yield event
 

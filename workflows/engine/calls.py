@@ -11,9 +11,10 @@ from .contracts import Completion, InvalidModelOutput, Message, T, describe_erro
 from .core import Out, Rejected, RoundContext
 from .events import DeltaEvent, ErrorEvent, Event
 from .formats import holds_json, valid_values
-from .narrowed import plain
+from .narrowed import asked_as, plain
 from .prompts import cache_first, correction, unfinished_correction
 from .selection import unavailable_actions
+from .shared import SHARED_KINDS, answers_section, now_line, shared_layout
 
 CALL_NAMES = {
     "taskplan": "task plan",
@@ -115,9 +116,11 @@ async def ask(
     task: int = 0,
     action: int = 0,
     key: str = "",
+    now: str = "",
 ) -> AsyncIterator[Event]:
     """One structured model call with exactly one corrective retry (`key`: the message the
-    output's `answer` field is, streamed live by hosts that can).
+    output's `answer` field is, streamed live by hosts that can; `now`: what applies to this
+    call alone, said at the end of a prompt laid out with the shared head).
 
     `output` may be a model built for this call (narrowed.selection_output …); the value handed
     to `check` and left in `out` is the plain model it narrows. `check` may transform the value
@@ -127,7 +130,12 @@ async def ask(
     second failure `out.value` stays None and the caller fails the step visibly.
     ModelUnavailable propagates.
     """
-    if ctx.state.prompt_cache:  # a hosted provider: laid out for its prompt cache
+    if ctx.state.schemas == "shared" and kind in SHARED_KINDS:  # one head for every kind
+        answers = answers_section(language=ctx.state.language)
+        line = now_line(kind, answering=bool(key), extra=now)
+        messages = shared_layout(messages, answers=answers, now=line)
+        output = asked_as(output, "answer_after" if key else "object")
+    elif ctx.state.prompt_cache:  # a hosted provider: laid out for its prompt cache
         messages = cache_first(messages)
     prompt = list(messages)
     for attempt in (1, 2):

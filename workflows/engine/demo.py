@@ -44,10 +44,17 @@ from .demo_text import (
     section,
     stream_pieces,
 )
+from .shared import ANSWER_AFTER
 
 DEMO_LABEL = "demo model"
 REPORT = "Report on the uploaded documents"
 """The report's objective, which is also its title (the title's default)."""
+
+
+def answers(verdict: str, prompt: str) -> bool:
+    """Whether the call asks for the answer to the user with this verdict: a key of the JSON
+    ("answer": with "stop"), or, with the shared head, after the JSON."""
+    return f'"answer": with "{verdict}"' in prompt or ANSWER_AFTER in prompt
 
 
 class DemoLLM:
@@ -128,7 +135,7 @@ class DemoLLM:
             case "review":
                 failed = "(failed)" in section(prompt, "Steps")
                 verdict = {"status": "failed" if failed else "success", "reason": "Demo review."}
-                if not failed and '"answer": with "success"' in prompt:  # it answers too
+                if not failed and answers("success", prompt):  # it answers too
                     verdict["answer"] = self.drafted(prompt)
                 return verdict
             case "actionplan":
@@ -140,14 +147,14 @@ class DemoLLM:
     def taskplan(self, prompt: str) -> dict[str, Any]:
         uploaded, _ = doc_lists(prompt)
         if not uploaded:
-            return {"overview": "Answer directly.", "tasks": []}
+            return {"approach": "direct"}
         task = {
             "objective": "Extract the uploaded documents and write a report about them.",
             "successCriteria": ["The documents are extracted.", "A report is written."],
             "taskType": "document",
         }
         first = self.select(prompt) if '"firstAction": the first action' in prompt else None
-        plan: dict[str, Any] = {"overview": "Extract, then report.", "tasks": [task]}
+        plan: dict[str, Any] = {"tasks": [task]}  # actions (the default), one task: no overview
         if '"plan": with exactly one task' in prompt:  # Actionplan: the action list comes too
             return {**plan, "plan": self.actionplan(prompt)["actions"]}
         return {**plan, "firstAction": first}
@@ -162,15 +169,12 @@ class DemoLLM:
                 "action": "document.extract",
                 "actionObjective": "Extract the text of the uploaded documents.",
                 "requiredInputDocuments": [f"docList:{label}" for label in uploaded],
-                "parametersContext": "Extract the text as it is.",
-                "parametersSchema": {"fields": []},
-            }
+            }  # the defaults fit: no parameter to ask for, no context for Stage 2
         sources = produced[-1:] if extracted and produced else uploaded
         return {  # its title defaults to the objective, which fits: no parameter to ask for
             "action": "document.generateReport",
             "actionObjective": REPORT,
             "requiredInputDocuments": [f"docList:{label}" for label in sources],
-            "parametersSchema": {"fields": []},
         }
 
     def parameters(self, prompt: str) -> dict[str, Any]:
@@ -190,7 +194,7 @@ class DemoLLM:
         steps = section(prompt, "Steps so far")
         if "document.generateReport (success)" in steps:
             decision = {"decision": "stop", "reason": "The report is written.", "criteriaMet": True}
-            if '"answer": with "stop"' in prompt:  # a round of one task: refine answers too
+            if answers("stop", prompt):  # a round of one task: refine answers too
                 decision["answer"] = self.drafted(prompt)
             return decision
         if '"success":false' in section(prompt, "Latest observation"):

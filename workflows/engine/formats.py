@@ -44,6 +44,41 @@ def extract_json(text: str) -> Any:
     raise ValueError("the answer holds no JSON object")
 
 
+ANSWER_KEY = "answer"
+_FENCE_END = re.compile(r"^\s*```[^\n]*(?:\n|$)")
+
+
+def split_answer(text: str) -> Any:
+    """A reply written as a JSON object followed by the answer to the user in plain text:
+    the object, with the text after it as its "answer" (kept from inside the object when
+    nothing follows it). Raises ValueError when there is no JSON object."""
+    cleaned = _THINK.sub("", text)
+    decoder = json.JSONDecoder()
+    for index, char in enumerate(cleaned):
+        if char != "{":
+            continue
+        try:
+            value, end = decoder.raw_decode(cleaned, index)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(value, dict):
+            continue
+        rest = _FENCE_END.sub("", cleaned[end:], count=1).strip()
+        if rest:
+            value[ANSWER_KEY] = rest
+        return value
+    return extract_json(text)  # raises: no JSON object
+
+
+def join_answer(value: dict[str, Any]) -> str:
+    """A reply as split_answer reads it: the compact JSON object without its answer, then the
+    answer on the next line (what a model following the instructions writes)."""
+    answer = value.get(ANSWER_KEY)
+    head = {key: item for key, item in value.items() if key != ANSWER_KEY}
+    compact = json.dumps(head, separators=(",", ":"), ensure_ascii=False)
+    return f"{compact}\n{answer}" if answer else compact
+
+
 def holds_json(text: str) -> bool:
     """Whether a model's answer holds a complete JSON object (or array)."""
     try:
@@ -156,15 +191,24 @@ SCHEMA_TEMPLATES: weakref.WeakKeyDictionary[type[BaseModel], SchemaTemplate] = (
 """The models whose schema is filled in from another's (registered where they are built)."""
 
 
+Asked = Literal["object", "answer_after"]
+ASKED: weakref.WeakKeyDictionary[type[BaseModel], Asked] = weakref.WeakKeyDictionary()
+"""The answer models asked for without a schema (a prompt head shared by every kind of call,
+for a hosted provider's cache): "object", as a JSON object (json_object); "answer_after", as a
+JSON object followed by the answer to the user in plain text (no response format)."""
+
+
 @functools.lru_cache(maxsize=512)
 def response_format(output: type[BaseModel], fmt: ResponseFormat) -> dict[str, Any] | None:
     """The response_format asking for `output` in `fmt`: computed once per model and format
     (a schema takes a millisecond or more to generate; the models built for calls from the live
     state are cached too, so a run asks for the same few; a model with a template has its
-    template's schema filled in). Shared: never modify it."""
-    if fmt == "text":
+    template's schema filled in). A model asked for without a schema (ASKED) gets a JSON
+    object, or plain text when its answer follows the JSON. Shared: never modify it."""
+    asked = ASKED.get(output)
+    if fmt == "text" or asked == "answer_after":
         return None
-    if fmt == "json_object":
+    if fmt == "json_object" or asked == "object":
         return {"type": "json_object"}
     if (template := SCHEMA_TEMPLATES.get(output)) is not None:
         shape = response_format(template.model, fmt)

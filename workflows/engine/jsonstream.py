@@ -92,3 +92,62 @@ class FieldStream:
         self.text += char
         if self.capturing:
             out.append(char)
+
+
+class TailStream:
+    """Feed it a reply that is a JSON object followed by plain text (the answer to the user
+    written after refine's or the review's JSON); it returns what is new of that text, without
+    the line break after the object, a code fence that closes it, or blank space at its end."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escape = False
+        self.closed = False
+        self.pending = ""
+        """Text after the object held back until it is more than blank space or a fence."""
+        self.started = False
+
+    def feed(self, piece: str) -> str:
+        """The characters of the text after the object decoded from `piece` ("" when none)."""
+        out: list[str] = []
+        for char in piece:
+            if self.closed:
+                out.append(char)
+            elif self.in_string:
+                if self.escape:
+                    self.escape = False
+                elif char == "\\":
+                    self.escape = True
+                elif char == '"':
+                    self.in_string = False
+            elif char == '"' and self.depth:
+                self.in_string = True
+            elif char == "{":
+                self.depth += 1
+            elif char == "}" and self.depth:
+                self.depth -= 1
+                self.closed = self.depth == 0
+        return self._text("".join(out))
+
+    def _text(self, text: str) -> str:
+        if self.started:  # blank space at the end is held back until text follows it
+            text = self.pending + text
+            body = text.rstrip()
+            self.pending = text[len(body) :]
+            return body
+        if not text:
+            return ""
+        self.pending += text
+        head = self.pending.lstrip()
+        if not head:
+            return ""
+        if head.startswith("`"):  # a fence closing the object: drop its line
+            if "\n" not in head:
+                return ""
+            head = head.split("\n", 1)[1].lstrip()
+            if not head:
+                self.pending = ""
+                return ""
+        self.started, self.pending = True, ""
+        return self._text(head)

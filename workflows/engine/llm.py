@@ -49,8 +49,15 @@ from .contracts import (
     Usage,
     describe_error,
 )
-from .formats import ResponseFormat, extract_json, response_format
-from .jsonstream import FieldStream
+from .formats import (
+    ANSWER_KEY,
+    ASKED,
+    ResponseFormat,
+    extract_json,
+    response_format,
+    split_answer,
+)
+from .jsonstream import FieldStream, TailStream
 from .llm_reports import estimated_tokens, estimated_usage, failure, timed_out, usage_of
 
 _FORMATS: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
@@ -177,6 +184,7 @@ class OpenAICompatibleLLM:
         """Ask for JSON shaped as `output`; raise InvalidModelOutput when it does not fit, was
         cut off at its token limit, or did not come in time. With `on_answer`, the reply is
         streamed and its `answer` field handed to it as it arrives."""
+        after = ASKED.get(output) == "answer_after"  # the answer follows the JSON, as text
         while True:
             fmt = self.response_format
             shape = response_format(output, fmt)
@@ -188,7 +196,10 @@ class OpenAICompatibleLLM:
                     text = (choice.message.content or "") if choice else ""
                     finish = choice.finish_reason if choice else None
                 else:
-                    text, finish, usage = await self._streamed(messages, kind, shape, on_answer)
+                    stream = TailStream() if after else FieldStream(ANSWER_KEY)
+                    text, finish, usage = await self._streamed(
+                        messages, kind, shape, on_answer, stream
+                    )
                 break
             except openai.BadRequestError as error:
                 if "stream_options" in str(error) and self.stream_usage:
@@ -201,7 +212,7 @@ class OpenAICompatibleLLM:
             except openai.APITimeoutError as error:
                 raise self._timed_out(messages, kind, "") from error
         try:
-            value = output.model_validate(extract_json(text))
+            value = output.model_validate(split_answer(text) if after else extract_json(text))
         except (ValueError, ValidationError) as error:
             if finish == "length":
                 raise InvalidModelOutput(
@@ -220,19 +231,21 @@ class OpenAICompatibleLLM:
         kind: str,
         shape: dict[str, Any] | None,
         on_answer: AnswerSink,
+        stream: FieldStream | TailStream,
     ) -> tuple[str, str | None, Usage]:
-        """A structured reply streamed: (its text, why it finished, usage); the `answer`
-        field's characters go to `on_answer` as they are decoded."""
+        """A structured reply streamed: (its text, why it finished, usage); the answer's
+        characters (its `answer` field, or the text after the JSON) go to `on_answer` as
+        `stream` decodes them."""
         params: dict[str, Any] = {**self._params(messages, kind), "stream": True}
         if shape is not None:
             params["response_format"] = shape
         if self.stream_usage:
             params["stream_options"] = {"include_usage": True}
         started = time.perf_counter()
-        stream = await self._calling(lambda: self._create_once(params))
-        field, text, finish, usage = FieldStream("answer"), "", None, None
+        chunks = await self._calling(lambda: self._create_once(params))
+        text, finish, usage = "", None, None
         try:
-            async for chunk in stream:
+            async for chunk in chunks:
                 if chunk.usage is not None:
                     usage = usage_of(kind, chunk, int((time.perf_counter() - started) * 1000))
                 for choice in chunk.choices or []:
@@ -240,7 +253,7 @@ class OpenAICompatibleLLM:
                     piece = choice.delta.content if choice.delta else None
                     if piece:
                         text += piece
-                        if decoded := field.feed(piece):
+                        if decoded := stream.feed(piece):
                             await on_answer(decoded)
         except openai.APITimeoutError as error:
             raise self._timed_out(messages, kind, text) from error

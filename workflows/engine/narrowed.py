@@ -175,6 +175,34 @@ def _by_template(
 
 
 @functools.lru_cache(maxsize=256)
+def asked_as(output: type[M], how: formats.Asked) -> type[M]:
+    """`output` asked for without a schema (formats.ASKED): as a JSON object, or as a JSON
+    object followed by the answer to the user in plain text. It validates as `output` and
+    comes back as the plain model `output` narrows."""
+    stand_in: type[M] = type(
+        output.__name__,
+        (output,),
+        {
+            "__module__": output.__module__,
+            "__doc__": output.__doc__,
+            "model_config": ConfigDict(defer_build=True),  # never built: it never validates
+            "model_validate": classmethod(lambda cls, *a, **k: output.model_validate(*a, **k)),
+            "model_validate_json": classmethod(
+                lambda cls, *a, **k: output.model_validate_json(*a, **k)
+            ),
+            "model_json_schema": classmethod(
+                lambda cls, *a, **k: output.model_json_schema(*a, **k)
+            ),
+        },
+    )
+    formats.ASKED[stand_in] = how
+    if (template := formats.SCHEMA_TEMPLATES.get(output)) is not None:
+        formats.SCHEMA_TEMPLATES[stand_in] = template
+    _PLAIN[stand_in] = _PLAIN.get(output, output)
+    return stand_in
+
+
+@functools.lru_cache(maxsize=256)
 def review_output(criteria: tuple[str, ...], *, answering: bool = False) -> type[TaskReview]:
     """The review for this task: the met criteria are chosen among the task's own (none when
     it has none), the improvements few; `answering`: it may carry the answer to the user."""

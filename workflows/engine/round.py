@@ -42,6 +42,7 @@ from .selection import (
     schema_references,
     unavailable_actions,
 )
+from .shared import FIRST_ACTION, PLAN
 from .state import RoundState
 
 MAX_TASKS = 5
@@ -174,7 +175,10 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
         ),
     )
     output = taskplan_output_for(ctx, view)
-    async for event in ask(ctx, messages, output=output, kind="taskplan", out=out):
+    now = FIRST_ACTION if react else ""
+    if planning:
+        now = f"{PLAN}: at most {planning} actions, round {ctx.round}, task 1, numbered from 1."
+    async for event in ask(ctx, messages, output=output, kind="taskplan", out=out, now=now):
         yield event
 
 
@@ -328,8 +332,11 @@ async def review(ctx: RoundContext, task: TaskState, out: Out[TaskReview]) -> As
     """The task review: success, retry or failed, with improvements; in an Actionplan round of
     one task, with success it also writes the answer to the user."""
     answering = answers_with_review(ctx)
+    shared = ctx.state.schemas == "shared"  # the head every call shares holds the catalog
     messages = build(
         "review",
+        tools=task_catalog(ctx, task).shown if shared else None,
+        unavailable=unavailable_actions(ctx, task.item.taskType) if shared else None,
         request=f"## User request\n{ctx.state.prompt}\n\n" if answering else "",
         objective=task.item.objective,
         criteria=task.criteria(),

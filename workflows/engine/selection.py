@@ -58,7 +58,7 @@ def choosable(
 def schema_references(ctx: RoundContext) -> tuple[str, ...] | None:
     """The references a call's schema enumerates: those that exist (narrow schemas), or None
     (stable schemas: the answer's references are checked after it)."""
-    if ctx.state.schemas == "stable":
+    if ctx.state.schemas != "narrow":
         return None
     return reference_choices(ctx.store.index())
 

@@ -112,16 +112,18 @@ class RoundState(BaseModel):
     """What the small model's tokens cost; None when its price is unknown."""
     policy: Policy = Field(default_factory=Policy)
     caps: Caps = Field(default_factory=Caps)
-    schemas: Literal["narrow", "stable"] = "narrow"
+    schemas: Literal["narrow", "stable", "shared"] = "narrow"
     """How far each structured call's JSON schema follows the live state. narrow: it also
     enumerates the documents that exist (a local server turns it into a grammar, which keeps
     a small model's references valid); stable: references are checked after the answer, so
     the calls of a task send the same schema and a provider's prompt cache, which counts the
-    schema as the start of the prompt, holds across them."""
+    schema as the start of the prompt, holds across them; shared: no schema at all, one system
+    message for every call that plans, chooses or judges (see shared.py), compact answers,
+    and the answer to the user as plain text after the JSON."""
 
     @property
     def prompt_cache(self) -> bool:
-        """Whether the provider caches prompt prefixes (a hosted one: stable schemas). Its
-        prompts are laid out for the cache (each call's instruction in the system message)
-        and its catalogs are listed whole up to a larger size."""
-        return self.schemas == "stable"
+        """Whether the provider caches prompt prefixes (a hosted one: stable or shared
+        schemas). Its prompts are laid out for the cache and its catalogs are listed whole up
+        to a larger size."""
+        return self.schemas != "narrow"

@@ -30,7 +30,8 @@ from .contracts import (
     WebFinding,
     describe_error,
 )
-from .jsonstream import FieldStream
+from .formats import ASKED, split_answer
+from .jsonstream import FieldStream, TailStream
 
 Reply = str | dict[str, Any] | BaseModel | BaseException | Callable[[Sequence[Message]], Any]
 
@@ -98,18 +99,22 @@ class ScriptedLLM:
         key: str = "",
         on_answer: AnswerSink | None = None,
     ) -> Completion[T]:
-        """Validate the next reply as `output` (with `on_answer`, its `answer` field goes there
-        word by word first, as a streamed reply's would)."""
+        """Validate the next reply as `output` (with `on_answer`, the answer goes there word
+        by word first, as a streamed reply's would: its `answer` field, or the text after the
+        JSON when the output asks for the answer that way)."""
         text = self._next(messages, kind, output.__name__)
         usage = self._usage(kind, messages, text)
+        after = ASKED.get(output) == "answer_after"
         if on_answer is not None:
-            field = FieldStream("answer")
+            stream = TailStream() if after else FieldStream("answer")
             for word in re.findall(r"\s*\S+|\s+$", text):
-                if piece := field.feed(word):
+                if piece := stream.feed(word):
                     await on_answer(piece)
         try:
+            if after:
+                return Completion(output.model_validate(split_answer(text)), usage)
             return Completion(output.model_validate_json(text), usage)
-        except ValidationError as error:
+        except (ValidationError, ValueError) as error:
             raise InvalidModelOutput(describe_error(error), raw=text, usage=usage) from error
 
     async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:

@@ -53,7 +53,7 @@ class _Documents:
 def answer_models(
     tools: ToolExecutor,
     *,
-    schemas: Literal["narrow", "stable"],
+    schemas: Literal["narrow", "stable", "shared"],
     max_steps: int,
     policy: Policy,
 ) -> list[type[BaseModel]]:
@@ -87,7 +87,7 @@ def answer_models(
 def prepare_answers(
     tools: ToolExecutor,
     *,
-    schemas: Literal["narrow", "stable"],
+    schemas: Literal["narrow", "stable", "shared"],
     max_steps: int,
     policy: Policy,
     fmt: ResponseFormat,

@@ -120,16 +120,19 @@ async def close_llm(llm: LLM) -> None:
         await close()
 
 
-def call_schemas() -> Literal["narrow", "stable"]:
+def call_schemas() -> Literal["narrow", "stable", "shared"]:
     """POWERON_LLM_SCHEMAS, with auto decided by where the model server is: narrow schemas for
     one on this machine or a private network (llama.cpp, vLLM and Ollama make grammars of
-    them), stable ones for a hosted provider (its prompt cache counts the schema)."""
+    them), the shared head for a hosted provider (its prompt cache holds one prefix for every
+    kind of call; see engine/shared.py)."""
     choice = settings.POWERON_LLM_SCHEMAS
-    if choice == "narrow" or choice == "stable":
-        return choice
+    if choice in ("narrow", "stable", "shared"):
+        return choice  # type: ignore[return-value]
     if choice != "auto":
-        logger.warning("POWERON_LLM_SCHEMAS=%r is not auto, narrow or stable; auto is used", choice)
-    return "narrow" if local_model_server() else "stable"
+        logger.warning(
+            "POWERON_LLM_SCHEMAS=%r is not auto, narrow, stable or shared; auto is used", choice
+        )
+    return "narrow" if local_model_server() else "shared"
 
 
 def local_model_server() -> bool:
