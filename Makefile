@@ -9,6 +9,9 @@ PORT ?= 8000
 HTMX_VERSION := 2.0.11
 HTMX_WS_VERSION := 2.0.4
 PICO_VERSION := 2.1.1
+# The 14.x line: markdown-it-py, which renders answers on the server, is its port.
+MARKDOWN_IT_VERSION := 14.3.3
+DOMPURIFY_VERSION := 3.5.0
 
 .PHONY: run test lint format setup setup-test setup-bench system-deps vendor migrate bench clean
 
@@ -71,17 +74,24 @@ BENCHES := engine_tokens checkpoints long_workflow first_event host_overhead eve
 bench: setup-bench
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 
-# Refresh the vendored front-end files from the npm registry at the pinned versions.
-vendor:
+# Refresh the vendored front-end files from the npm registry at the pinned versions, and the
+# code colours from the installed Pygments.
+vendor: setup
 	@set -e; tmp=$$(mktemp -d); cd $$tmp; \
-	npm pack --silent htmx.org@$(HTMX_VERSION) htmx-ext-ws@$(HTMX_WS_VERSION) @picocss/pico@$(PICO_VERSION) >/dev/null; \
+	npm pack --silent htmx.org@$(HTMX_VERSION) htmx-ext-ws@$(HTMX_WS_VERSION) @picocss/pico@$(PICO_VERSION) \
+		markdown-it@$(MARKDOWN_IT_VERSION) dompurify@$(DOMPURIFY_VERSION) >/dev/null; \
 	for f in *.tgz; do tar xzf $$f && mv package $${f%.tgz}; done; \
 	cd - >/dev/null; mkdir -p static/vendor; \
 	cp $$tmp/htmx.org-$(HTMX_VERSION)/dist/htmx.min.js static/vendor/htmx.min.js; \
 	cp $$tmp/htmx-ext-ws-$(HTMX_WS_VERSION)/dist/ws.js static/vendor/htmx-ext-ws.js; \
 	cp $$tmp/picocss-pico-$(PICO_VERSION)/css/pico.min.css static/vendor/pico.min.css; \
-	printf 'htmx.org %s\nhtmx-ext-ws %s\n@picocss/pico %s\n' $(HTMX_VERSION) $(HTMX_WS_VERSION) $(PICO_VERSION) > static/vendor/VERSIONS; \
+	cp $$tmp/markdown-it-$(MARKDOWN_IT_VERSION)/dist/markdown-it.min.js static/vendor/markdown-it.min.js; \
+	cp $$tmp/dompurify-$(DOMPURIFY_VERSION)/dist/purify.min.js static/vendor/purify.min.js; \
+	sed -i '/^\/\/# sourceMappingURL=/d' static/vendor/markdown-it.min.js static/vendor/purify.min.js; \
+	printf 'htmx.org %s\nhtmx-ext-ws %s\n@picocss/pico %s\nmarkdown-it %s\ndompurify %s\n' $(HTMX_VERSION) $(HTMX_WS_VERSION) \
+		$(PICO_VERSION) $(MARKDOWN_IT_VERSION) $(DOMPURIFY_VERSION) > static/vendor/VERSIONS; \
 	rm -rf $$tmp; echo "static/vendor refreshed"; cat static/vendor/VERSIONS
+	$(PY) -c "from workflows.markdown import highlight_css; print(highlight_css(), end='')" > static/css/highlight.css
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -81,3 +81,97 @@ def test_on_the_page_an_answers_headings_sit_under_the_pages():
     # An answer whose top heading is `##` keeps its steps (they all became h5 and h6).
     html = render_markdown_for_page("## Findings\n\n### Costs\n\n#### Detail\n\ntext")
     assert "<h4>Findings</h4>" in html and "<h5>Costs</h5>" in html and "<h6>Detail</h6>" in html
+
+
+def test_on_the_page_task_lists_are_disabled_checkboxes_in_their_labels():
+    """GFM task lists render as disabled checkboxes (ticked for [x]) inside a label holding
+    the item's text; an input can only ever be such a checkbox."""
+    from workflows.markdown import render_markdown_for_page, sanitize_html
+
+    html = render_markdown_for_page("- [x] Read the notes\n- [ ] Compare *them*\n- plain")
+    assert '<ul class="contains-task-list">' in html
+    assert html.count('<li class="task-list-item"><label><input ') == 2
+    assert "> Read the notes</label></li>" in html and "> Compare <em>them</em></label>" in html
+    box = {"class": "task-list-item-checkbox", "disabled": "disabled", "type": "checkbox"}
+    assert _inputs(html) == [{**box, "checked": "checked"}, box]
+    assert "<li>plain</li>" in html
+    forced = sanitize_html('<input type="text" name="x" value="y" class="z">', page=True)
+    assert _inputs(forced) == [{"class": "", "disabled": "disabled", "type": "checkbox"}]
+    assert "<input" not in render_markdown("- [x] done")  # a report keeps the text
+
+
+def _inputs(html: str) -> list[dict[str, str | None]]:
+    """The attributes of each input element of `html`."""
+    from html.parser import HTMLParser
+
+    found: list[dict[str, str | None]] = []
+
+    class Inputs(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag == "input":
+                found.append(dict(attrs))
+
+    Inputs().feed(html)
+    return found
+
+
+def test_on_the_page_code_in_a_named_language_is_highlighted_and_reads_as_written():
+    """A fence with a known language gets Pygments' token classes (only those classes); its
+    text is the code exactly, blank lines and tabs kept; an unknown language is left plain."""
+    import html as html_module
+    import re
+
+    from workflows.markdown import render_markdown_for_page
+
+    code = '\n\tx = "<b>"  # note\n\nprint(x)\n'
+    html = render_markdown_for_page(f"```python\n{code}```\n")
+    assert '<span class="s2">' in html and '<span class="c1"># note</span>' in html
+    inner = re.search(r"<pre><code>(.*)</code></pre>", html, re.S)[1]
+    assert html_module.unescape(re.sub(r"<[^>]+>", "", inner)) == code
+    assert "<b>" not in html and "language-python" not in html
+    plain = render_markdown_for_page("```nosuchlanguage\nx = 1\n```\n")
+    assert "<pre><code>x = 1\n</code></pre>" in plain
+
+
+def test_the_browsers_allow_list_is_the_servers():
+    """The allow-list the page hands to its browser-side sanitiser (#markdown-config) is the
+    one the server cleans with: tags, attributes, classes, forced values, schemes, rel."""
+    import json
+    import re
+
+    from django.template import Context, Template
+
+    from workflows import markdown
+
+    page = Template("{% load chat %}{% markdown_config %}").render(Context())
+    shown = json.loads(re.search(r">(.*)</script>", page, re.S)[1])
+    assert shown["tags"] == sorted(markdown.PAGE_TAGS)
+    assert {tag: set(names) for tag, names in shown["attributes"].items()} == {
+        tag: set(names) for tag, names in markdown.PAGE_ATTRIBUTES.items()
+    }
+    assert {tag: set(names) for tag, names in shown["classes"].items()} == {
+        tag: set(names) for tag, names in markdown.PAGE_CLASSES.items()
+    }
+    assert shown["forced"] == markdown.PAGE_FORCED_ATTRIBUTES
+    assert set(shown["urlSchemes"]) == markdown.URL_SCHEMES
+    assert shown["linkRel"] == markdown.LINK_REL
+    assert set(shown["styleProperties"]) == markdown.STYLE_PROPERTIES
+    assert shown["topHeading"] == markdown.PAGE_TOP_HEADING
+    # The page's scripts read it by this id, and sanitise with every part of it.
+    script = (markdown_js := _static("js/markdown.js"))
+    assert 'getElementById("markdown-config")' in markdown_js
+    for key in shown:
+        assert f"config.{key}" in script, key
+
+
+def test_the_code_colours_are_generated_from_the_installed_pygments():
+    """static/css/highlight.css is what highlight_css() writes (make vendor regenerates it)."""
+    from workflows.markdown import highlight_css
+
+    assert _static("css/highlight.css") == highlight_css()
+
+
+def _static(path: str) -> str:
+    from pathlib import Path
+
+    return (Path(__file__).resolve().parents[1] / "static" / path).read_text()

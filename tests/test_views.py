@@ -96,6 +96,51 @@ def test_upload_without_files_says_so(alice_client, alice):
     assert "Choose at least one file." in response.content.decode()
 
 
+def test_upload_refuses_files_the_readers_cannot_read_and_empty_ones(alice_client, alice):
+    """An image, a program and an empty file are refused with their reasons and nothing is
+    kept; the page's file picker offers the types the readers read, from the same table."""
+    workflow = services.workflow_create(owner=alice)
+    files = [
+        SimpleUploadedFile("red.png", b"\x89PNG\r\n", "image/png"),
+        SimpleUploadedFile("setup.exe", b"MZ\x90", "application/octet-stream"),
+        SimpleUploadedFile("empty.txt", b"", "text/plain"),
+        SimpleUploadedFile("notes.md", b"# Notes", "text/markdown"),
+    ]
+    response = alice_client.post(reverse("workflows:upload", args=[workflow.pk]), {"files": files})
+    text = response.content.decode()
+    assert response.status_code == 400
+    assert "red.png cannot be read here: attach PDF, Word (.docx), HTML, Markdown" in text
+    assert "setup.exe cannot be read here" in text
+    assert "empty.txt is empty: there is nothing in it to read." in text
+    assert "notes.md" not in text and not workflow.documents.exists()
+    page = alice_client.get(workflow.get_absolute_url()).content.decode()
+    accept = page.split('id="file-picker"')[1].split('accept="')[1].split('"')[0].split(",")
+    assert {".pdf", ".docx", ".md", ".csv", ".json", "application/pdf", "text/*"} <= set(accept)
+    assert ".png" not in accept and not any(a.startswith("image/") for a in accept)
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_a_missing_workflow_shows_the_apps_own_not_found_page(
+    alice_client, alice, bob, settings, debug
+):
+    """A workflow, document or connection that is not there (or not the user's) gets the app's
+    404 page, with DEBUG on too: never Django's debug page with the site's URL patterns."""
+    settings.DEBUG = debug
+    theirs = workflow_with_history(bob)
+    for url in [
+        reverse("workflows:detail", args=[999_999]),
+        reverse("workflows:detail", args=[theirs.pk]),
+        reverse("workflows:export", args=[theirs.pk, "md"]),
+        reverse("workflows:document", args=[theirs.pk, 1]),
+        reverse("workflows:connection-edit", args=[999_999]),
+    ]:
+        response = alice_client.get(url)
+        page = response.content.decode()
+        assert response.status_code == 404, url
+        assert "<h1>Not found</h1>" in page and "Back to your workflows" in page, url
+        assert "URLconf" not in page and "Page not found at" not in page, url
+
+
 def test_uploads_and_exports_of_others_are_404(client, alice, bob):
     """Bob can neither upload into nor export Alice's workflow."""
     workflow = workflow_with_history(alice)
@@ -311,12 +356,19 @@ def test_exports_keep_the_rating_with_its_comment(alice_client, alice):
 
 
 def test_the_tools_panel_names_the_environment_variables_to_set(alice_client, alice, settings):
-    """A tool left out by invalid settings is explained with the POWERON_* variable to set,
-    never with the settings' internal key."""
+    """A tool left out by invalid settings is explained to staff with the POWERON_* variable
+    to set, never with the settings' internal key; everyone else is told to ask the
+    administrator (or to add their own key), with no setting, variable or address."""
     settings.POWERON_SEARCH_PROVIDER = "searxng"
     settings.POWERON_SEARXNG_URL = "http://127.0.0.1:8888"
     settings.POWERON_FETCH_TIMEOUT = 0
     workflow = workflow_with_history(alice)
+    page = alice_client.get(reverse("workflows:detail", args=[workflow.pk])).content.decode()
+    assert "unavailable: not set up on this server. Ask the administrator, or add" in page
+    assert "POWERON_" not in page and "127.0.0.1:8888" not in page
+
+    alice.is_staff = True
+    alice.save()
     page = alice_client.get(reverse("workflows:detail", args=[workflow.pk])).content.decode()
     assert "unavailable: The web tool settings are invalid: POWERON_FETCH_TIMEOUT" in page
     assert "Environment: <code>POWERON_FETCH_TIMEOUT</code>" in page

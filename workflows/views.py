@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import TooManyFilesSent
+from django.core.files.uploadedfile import UploadedFile
 from django.db.models import Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_POST
@@ -19,6 +24,22 @@ from .execution import tools_panel
 from .forms import ConnectionForm, WorkflowCreateForm
 from .live import broadcast
 from .models import ChatWorkflow
+from .tools import extract
+
+
+def app_not_found(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """A missing workflow, document or connection shows the app's own 404 page, also with
+    DEBUG on (whose own page lists the site's URL patterns); a server error keeps Django's
+    debug page for developers."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        try:
+            return view(request, *args, **kwargs)
+        except Http404:
+            return render(request, "404.html", status=404)
+
+    return wrapped
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -49,6 +70,7 @@ def workflow_create(request: HttpRequest) -> HttpResponse:
     return redirect(workflow)
 
 
+@app_not_found
 def workflow_detail(request: HttpRequest, workflow_id: int) -> HttpResponse:
     """One workflow and its stored messages."""
     workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
@@ -67,6 +89,7 @@ def workflow_detail(request: HttpRequest, workflow_id: int) -> HttpResponse:
     )
 
 
+@app_not_found
 def document_download(request: HttpRequest, workflow_id: int, document_id: int) -> FileResponse:
     """Download one of the user's documents."""
     document = selectors.document_get(
@@ -95,11 +118,7 @@ def document_upload(request: HttpRequest, workflow_id: int) -> HttpResponse:
         most = f"Choose at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files at once."
         return render(request, "workflows/_uploads.html", {"errors": [most]}, status=400)
     limit = settings.POWERON_MAX_UPLOAD_BYTES
-    errors = [
-        f"{upload.name} is larger than {filesizeformat(limit)}."
-        for upload in files
-        if upload.size > limit
-    ]
+    errors = [refusal for upload in files if (refusal := upload_refusal(upload, limit))]
     if not files:
         errors.append("Choose at least one file.")
     if errors:
@@ -122,6 +141,18 @@ def document_upload(request: HttpRequest, workflow_id: int) -> HttpResponse:
     return render(request, "workflows/_uploads.html", context)
 
 
+def upload_refusal(upload: UploadedFile, limit: int) -> str:
+    """Why a file cannot be attached ("" when it can): larger than the limit, empty, or of a
+    type the document readers cannot read (the page says the last two when it is picked)."""
+    if upload.size is not None and upload.size > limit:
+        return f"{upload.name} is larger than {filesizeformat(limit)}."
+    if not upload.size:
+        return extract.EMPTY.format(name=upload.name)
+    if extract.detect_kind(upload.name or "", upload.content_type or "") is None:
+        return extract.UNREADABLE.format(name=upload.name)
+    return ""
+
+
 @require_POST
 def upload_discard(request: HttpRequest, workflow_id: int, document_id: int) -> HttpResponse:
     """Take back a file uploaded and not yet sent; its chip goes (an empty answer)."""
@@ -131,6 +162,7 @@ def upload_discard(request: HttpRequest, workflow_id: int, document_id: int) -> 
     return HttpResponse("")
 
 
+@app_not_found
 def workflow_export(request: HttpRequest, workflow_id: int, fmt: str) -> HttpResponse:
     """The whole workflow as Markdown or JSON: messages, documents and the event timeline."""
     workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
@@ -168,6 +200,7 @@ def connection_list(request: HttpRequest) -> HttpResponse:
     return render(request, "workflows/connections.html", context, status=status)
 
 
+@app_not_found
 def connection_edit(request: HttpRequest, connection_id: int) -> HttpResponse:
     """Change one of the user's connections: its server's URL, or its secret (a new token)."""
     connection = selectors.connection_get(user=request.user, connection_id=connection_id)

@@ -1,5 +1,6 @@
-// The per-step chart: each step's bars arrive with their figures as data (data-value); this
-// scales every bar to the largest figure so far and writes the axes. The CSP allows no style
+// The per-step chart: each step's (and Reasoning mode's each thought's) bars arrive with their
+// figures as data (data-value), coloured by how the step ended (app.css); this scales every
+// bar to the largest figure so far and writes the axes. The CSP allows no style
 // attributes in HTML, but a script may set element.style.
 (function () {
   "use strict";
@@ -29,7 +30,25 @@
     });
   }
 
+  // Folded to its caption line, or open: the reader's choice, kept in this browser (theme.js
+  // applies it before the page is drawn, as <html data-chart="folded">).
+  function foldable() {
+    const toggle = document.getElementById("chart-toggle");
+    if (!toggle) return;
+    const root = document.documentElement;
+    const show = () => toggle.setAttribute("aria-expanded", root.dataset.chart === "folded" ? "false" : "true");
+    toggle.addEventListener("click", function () {
+      const fold = root.dataset.chart !== "folded";
+      if (fold) root.dataset.chart = "folded";
+      else delete root.dataset.chart;
+      try { localStorage.setItem("poweron-chart", fold ? "folded" : "open"); } catch (e) { /* private mode */ }
+      show();
+    });
+    show();
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    foldable();
     const iterations = document.getElementById("iterations");
     const chart = iterations && iterations.closest(".chart");
     if (!chart) return;

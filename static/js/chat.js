@@ -24,6 +24,10 @@
     return meta && meta.id === "event-meta" ? meta : null;
   }
 
+  // A streamed answer is drawn as Markdown while it comes (markdown.js), as plain text where
+  // the renderer is missing; the complete message's server render replaces it.
+  const texts = {}; // message key -> the text streamed so far
+  const views = {}; // message key -> its Markdown view
   function applyDelta(meta) {
     const key = meta.dataset.key;
     const offset = parseInt(meta.dataset.offset, 10);
@@ -32,24 +36,34 @@
     if (!target) {
       const answers = document.getElementById("answer-slot-" + meta.dataset.round);
       if (!answers) return;
+      // Built as the complete answer is (message.html), so that it takes its place in the
+      // same box, without a jump.
       const article = document.createElement("article");
       article.className = "message message-assistant streaming";
       article.id = "streaming-" + key;
-      article.innerHTML = '<header><small>Assistant · writing…</small></header><div class="content stream"></div>';
-      article.querySelector(".stream").id = "stream-" + key;
+      article.innerHTML = '<header><h3 class="answer-heading"><small>Answer · writing…</small></h3></header>' +
+        '<div class="content markdown"></div>';
+      target = article.querySelector(".content");
+      target.id = "stream-" + key;
+      if (!window.PowerOnMarkdown) target.classList.add("stream");
       answers.appendChild(article);
-      target = document.getElementById("stream-" + key);
+      delete views[key];
     }
     if (attempts[key] !== undefined && attempts[key] !== meta.dataset.attempt) {
-      target.textContent = ""; // the answer is being written again from the start
+      texts[key] = ""; // the answer is being written again from the start
       streamed[key] = 0;
+      target.textContent = "";
+      delete views[key];
     }
     attempts[key] = meta.dataset.attempt;
     const have = streamed[key] || 0;
     if (offset + piece.length <= have) return; // already shown
     if (offset > have) return; // a gap: the stored, coalesced delta fills it
-    target.appendChild(document.createTextNode(piece.slice(have - offset)));
+    texts[key] = (texts[key] || "") + piece.slice(have - offset);
     streamed[key] = offset + piece.length;
+    if (!window.PowerOnMarkdown) { target.textContent = texts[key]; return; }
+    if (!views[key]) views[key] = window.PowerOnMarkdown.stream(target, followDrawn);
+    views[key].set(texts[key]);
   }
 
   let lastMeta = null;
@@ -114,8 +128,13 @@
   });
   chat.addEventListener("htmx:wsAfterMessage", foldFinishedSteps);
   chat.addEventListener("htmx:wsAfterMessage", scrollDown);
-  // Notices for this tab fade after a while (an error after longer, to be read whole); the
-  // record of the run is in the timeline.
+  // Notices for this tab fade after a while (an error after longer, to be read whole), and
+  // all go when the run ends (a "the run is still going" would then be wrong); the record of
+  // the run is in the timeline.
+  chat.addEventListener("poweron:event", function (evt) {
+    if (evt.detail.dataset.type !== "run" || !evt.detail.dataset.final) return;
+    document.querySelectorAll("#notices .toast").forEach((toast) => toast.remove());
+  });
   chat.addEventListener("htmx:wsAfterMessage", function () {
     document.querySelectorAll("#notices .toast:not([data-timed])").forEach(function (toast) {
       toast.dataset.timed = "1";
@@ -142,8 +161,27 @@
     const pane = scroller();
     following = !pane || nearBottom(pane);
   }
+  // A workflow that had rounds opens at its latest round's start (its question, then what
+  // was done and the answer, read from the top), once the replay has drawn them.
+  let opened = storedAtLoad === 0;
+  function openAtLatestRound() {
+    opened = true;
+    const rounds = document.querySelectorAll("#timeline > .round");
+    const pane = scroller();
+    if (!rounds.length || !pane) return;
+    rounds[rounds.length - 1].scrollIntoView({ block: "start" });
+    following = nearBottom(pane);
+    if (jump) jump.hidden = following;
+  }
+  // A streamed answer grows when it is drawn (at the next frame), after its delta came: a
+  // reader who was following is kept at the bottom.
+  function followDrawn() {
+    const pane = scroller();
+    if (pane && opened && following && !replaying()) pane.scrollTop = pane.scrollHeight;
+  }
   function scrollDown() {
     if (replaying()) return;
+    if (!opened) { openAtLatestRound(); return; }
     const pane = scroller();
     if (!pane) return;
     if (following || nearBottom(pane)) pane.scrollTop = pane.scrollHeight;
@@ -264,46 +302,7 @@
     waiting.forEach((box) => { box.checked = false; });
   }
 
-  // Copy an answer, or one of its code blocks, with one click. Code blocks get their button
-  // when they arrive; the answer's is in its template.
-  function addCodeCopyButtons() {
-    document.querySelectorAll(".markdown pre:not([data-copy-ready])").forEach(function (pre) {
-      pre.dataset.copyReady = "1";
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "copy-button copy-code outline secondary";
-      button.textContent = "Copy";
-      button.title = "Copy this code";
-      pre.prepend(button);
-    });
-  }
-  function copyText(text) {
-    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
-    const area = document.createElement("textarea");  // plain http: the older way
-    area.value = text;
-    document.body.appendChild(area);
-    area.select();
-    document.execCommand("copy");
-    area.remove();
-    return Promise.resolve();
-  }
-  document.addEventListener("click", function (e) {
-    const button = e.target.closest(".copy-button");
-    if (!button) return;
-    const source = button.dataset.copy
-      ? document.querySelector(button.dataset.copy)
-      : button.parentElement.querySelector("code") || button.parentElement;
-    if (!source) return;
-    const text = source.innerText  // without the code blocks' own buttons
-      .split("\n").filter(function (line) { return line !== "Copy" && line !== "Copied"; })
-      .join("\n").trim();
-    copyText(text).then(function () {
-      button.textContent = "Copied";
-      setTimeout(function () { button.textContent = "Copy"; }, 1500);
-    });
-  });
-  addCodeCopyButtons();
-  chat.addEventListener("htmx:wsAfterMessage", addCodeCopyButtons);
+  // Copying an answer or a code block: copy.js.
 
   // A rename that worked closes its form; a refused one stays open with its message. The
   // tab's title follows the workflow's, renamed here, in another tab or named by a message.
@@ -314,83 +313,15 @@
   chat.addEventListener("htmx:wsAfterMessage", syncTabTitle);
   const renameForm = document.getElementById("rename-form");
   if (renameForm) {
+    // The refusal comes back in #rename-error, by the box (an empty one when it worked).
     renameForm.addEventListener("htmx:afterRequest", function (evt) {
-      const refused = document.querySelector("#wf-title-block .error");
+      const error = document.getElementById("rename-error");
+      const refused = error && error.textContent.trim();
       if (evt.detail.successful && !refused) document.getElementById("rename").open = false;
+      if (refused) renameForm.querySelector("input[name=title]").focus();
       syncTabTitle();
     });
   }
 
-  // Enter sends (so do Ctrl+Enter and Cmd+Enter); Shift+Enter adds a line. Enter that
-  // confirms an input method's composition (e.g. Japanese) does not send. On a touch screen
-  // Enter adds a line (its keyboard has no Shift+Enter) and the Send button sends.
-  const textarea = document.querySelector("#composer textarea");
-  const touch = window.matchMedia("(pointer: coarse)");
-  if (textarea) {
-    if (touch.matches) textarea.placeholder = "Describe your task…";
-    textarea.addEventListener("keydown", function (e) {
-      if (e.key !== "Enter" || e.shiftKey || e.altKey || e.isComposing) return;
-      if (touch.matches && !e.ctrlKey && !e.metaKey) return;
-      e.preventDefault();
-      document.getElementById("send-button").click();
-    });
-  }
-
-  // An upload's refusal (too large, too many, no file) is an HTML fragment to show.
-  const uploadForm = document.getElementById("upload-form");
-  if (uploadForm) {
-    // Fired on the target (#attachments, outside the form): match the request's element.
-    document.body.addEventListener("htmx:beforeSwap", function (evt) {
-      if (evt.detail.elt !== uploadForm && evt.detail.requestConfig?.elt !== uploadForm) return;
-      if ([400, 413, 429].includes(evt.detail.xhr.status)) {
-        evt.detail.shouldSwap = true;
-        evt.detail.isError = false;
-      }
-    });
-    // Sent (or refused): the picker empties, so choosing the same file again uploads it again.
-    uploadForm.addEventListener("htmx:afterRequest", function () {
-      document.getElementById("file-picker").value = "";
-    });
-    // Files past the limit are not sent at all: the server would answer 413 before reading
-    // them, but a browser still sending may report a reset connection instead.
-    uploadForm.addEventListener("htmx:confirm", function (evt) {
-      // A new attempt: the last one's refusal no longer holds.
-      document.querySelectorAll("#attachments .upload-errors").forEach((list) => list.remove());
-      const limit = Number(uploadForm.dataset.maxBytes || 0);
-      const files = Array.from(document.getElementById("file-picker").files);
-      if (!limit || files.reduce((sum, file) => sum + file.size, 0) <= limit) return;
-      evt.preventDefault();
-      const list = document.createElement("ul");
-      list.className = "upload-errors";
-      list.setAttribute("role", "alert");
-      const item = document.createElement("li");
-      item.className = "error";
-      item.textContent = uploadForm.dataset.tooLarge;
-      list.append(item);
-      document.getElementById("attachments").append(list);
-      document.getElementById("file-picker").value = "";
-    });
-  }
-
-  // The per-step chart is drawn by chart.js.
-
-  const attach = document.getElementById("attach-button");
-  if (attach) attach.addEventListener("click", () => document.getElementById("file-picker").click());
-
-  // Drag and drop onto the chat uploads like the file picker does.
-  const drop = document.getElementById("dropzone");
-  const picker = document.getElementById("file-picker");
-  if (drop && picker) {
-    ["dragenter", "dragover"].forEach((name) => chat.addEventListener(name, (e) => {
-      e.preventDefault(); drop.classList.add("active");
-    }));
-    ["dragleave", "drop"].forEach((name) => chat.addEventListener(name, (e) => {
-      e.preventDefault(); drop.classList.remove("active");
-    }));
-    chat.addEventListener("drop", (e) => {
-      if (!e.dataTransfer || !e.dataTransfer.files.length) return;
-      picker.files = e.dataTransfer.files;
-      picker.dispatchEvent(new Event("change", { bubbles: true }));
-    });
-  }
+  // The message box, the edit boxes, the example prompts and the uploads: compose.js.
 })();

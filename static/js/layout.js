@@ -1,7 +1,8 @@
-// The sidebar on narrow screens: hidden behind the top bar's Workflows button so the chat
-// takes the screen (app.css shows it while the button is expanded). The button opens and
-// closes it; Escape closes it and gives the focus back. On wide screens the button is not
-// shown and the sidebar always is.
+// The sidebar on narrow screens: hidden behind the Workflows button (☰ in a workflow's own
+// bar) so the chat takes the screen (app.css shows it while the button is expanded, over the
+// chat beside a workflow). The button opens and closes it; Escape (or, over the chat, a tap
+// outside it) closes it and gives the focus back. On wide screens the button is not shown
+// and the sidebar always is.
 (function () {
   "use strict";
 
@@ -30,6 +31,8 @@
             span.closest("li").remove();
             return;
           }
+          // A run begun elsewhere puts its workflow first, as a reload would list it.
+          if (found.status === "running" && !/status-(running|waiting)/.test(before)) toTop(id);
           span.className = "status status-" + (found.waiting ? "waiting" : found.status);
           span.textContent = found.label;
         });
@@ -55,17 +58,47 @@
   }
   setInterval(refreshStatuses, 3000);
 
+  // The list is newest activity first: a workflow whose round begins moves to its top.
+  function toTop(id) {
+    const link = document.getElementById("sidebar-title-" + id);
+    const item = link && link.closest("li");
+    if (item && item.parentElement.firstElementChild !== item) item.parentElement.prepend(item);
+  }
+  // The open workflow's rounds, from its live events (not those replayed when it loaded).
+  const chat = document.getElementById("live");
+  if (chat) {
+    const storedAtLoad = parseInt(chat.dataset.storedSeq || "0", 10);
+    chat.addEventListener("poweron:event", function (evt) {
+      const meta = evt.detail;
+      const live = parseInt(meta.dataset.seq || "0", 10) > storedAtLoad;
+      if (live && meta.dataset.type === "message" && meta.dataset.role === "user") {
+        toTop(chat.dataset.workflow);
+      }
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     const toggle = document.getElementById("sidebar-toggle");
     if (!toggle) return;
     const expanded = () => toggle.getAttribute("aria-expanded") === "true";
     toggle.addEventListener("click", function () {
+      const bar = toggle.closest(".chat-bar");
+      if (bar && !expanded()) { // the list opens right under the bar, wherever it is now
+        const top = Math.max(0, bar.getBoundingClientRect().bottom);
+        document.getElementById("sidebar").style.setProperty("--drawer-top", top + "px");
+      }
       toggle.setAttribute("aria-expanded", expanded() ? "false" : "true");
     });
     document.addEventListener("keydown", function (e) {
       if (e.key !== "Escape" || !expanded() || toggle.offsetParent === null) return;
       toggle.setAttribute("aria-expanded", "false");
       toggle.focus();
+    });
+    // Beside a workflow the list opens over the chat (app.css): a tap outside it closes it.
+    document.addEventListener("click", function (e) {
+      if (!expanded() || !toggle.closest(".chat-bar") || toggle.offsetParent === null) return;
+      if (toggle.contains(e.target) || document.getElementById("sidebar").contains(e.target)) return;
+      toggle.setAttribute("aria-expanded", "false");
     });
   });
 })();

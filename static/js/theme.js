@@ -1,5 +1,6 @@
 // The colour theme: the system's by default; the topbar's button switches to light or dark
-// and the choice is kept in this browser. Loaded before the page is drawn (no flash).
+// and the choice is kept in this browser. Loaded before the page is drawn (no flash), so it
+// also applies the chart's kept folding.
 (function () {
   "use strict";
 
@@ -18,6 +19,11 @@
     if (button) button.textContent = LABELS[choice];
   }
   apply(stored());
+  // The per-step chart as this browser last left it, folded or open (chart.js keeps it):
+  // set here, before the page is drawn, so that a folded chart never shows for a moment.
+  try {
+    if (localStorage.getItem("poweron-chart") === "folded") root.dataset.chart = "folded";
+  } catch (e) { /* private mode: open */ }
 
   document.addEventListener("DOMContentLoaded", function () {
     const button = document.getElementById("theme-toggle");

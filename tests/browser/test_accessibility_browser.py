@@ -196,7 +196,7 @@ def test_attached_files_fit_the_composer_and_keep_their_parts_apart(page, app_ur
 
 
 def test_on_a_phone_the_chat_comes_first_and_the_list_opens_on_demand(page, app_url):
-    """At 390 × 844 a workflow's chat takes the screen; the top bar's Workflows button (with
+    """At 390 × 844 a workflow's chat takes the screen; the Workflows button of its bar (with
     aria-expanded, by mouse or keyboard) opens and closes the list, and a workflow picked
     there opens."""
     page.set_viewport_size({"width": 390, "height": 844})
@@ -216,8 +216,8 @@ def test_on_a_phone_the_chat_comes_first_and_the_list_opens_on_demand(page, app_
     # The chat comes first: the composer is on the screen, the list is not.
     assert not page.is_visible(".sidebar")
     assert page.get_attribute(toggle, "aria-expanded") == "false"
-    header = page.locator(".chat-header").bounding_box()
-    assert header["y"] < 120 and page.is_visible("#composer textarea")
+    bar = page.locator(".chat-bar").bounding_box()
+    assert bar["y"] < 120 and page.is_visible("#composer textarea")
     page.screenshot(path=ARTIFACTS / "narrow-chat.png")
 
     page.click(toggle)

@@ -314,6 +314,12 @@ def test_failures_and_a_stop_show_in_their_steps_and_every_badge_settles(page, a
     assert "Stopped by the user." in page.inner_text("#step-3-1-1-end")
     settled_everywhere(page)
     page.screenshot(path=ARTIFACTS / "07-stopped.png")
+    # The chart's bars say how each step ended: failed and stopped in their own colours.
+    colour = "bar => getComputedStyle(bar).backgroundColor"
+    bars = ".outcome-failed .bar.duration"
+    failed = page.eval_on_selector_all(bars, f"bars => bars.map({colour})")
+    stopped = page.eval_on_selector(".outcome-stopped .bar.duration", colour)
+    assert len(failed) == 2 and len(set(failed)) == 1 and stopped not in failed
 
     # After a reload the replayed page is just as settled.
     page.reload()
@@ -451,6 +457,12 @@ def test_reasoning_shows_the_files_read_first_then_its_thoughts(page, app_url, m
     step = page.locator("#task-1-1 #step-1-1-1").bounding_box()
     thoughts = [page.locator(f"#task-1-1 #thought-1-{n}").bounding_box() for n in (1, 2)]
     assert step["y"] < thoughts[0]["y"] < thoughts[1]["y"]
+    # The chart has the thoughts too (their model calls' time and tokens), after the step.
+    labels = page.eval_on_selector_all(".iteration-label", "ls => ls.map(l => l.textContent)")
+    assert labels == ["1.1.1", "1.T1", "1.T2"]
+    assert page.locator("#iterations .iteration.outcome-thought").count() == 2
+    page.click(".chart-table summary")
+    assert page.inner_text("#row-1-thought-2 td:nth-of-type(2)") == "conclusion"
     settled_everywhere(page)
 
 

@@ -121,3 +121,36 @@ def test_limits_from_settings():
         {"document_max_bytes": 10, "document_max_chars": 20, "document_max_pages": 3}
     )
     assert (limits.max_bytes, limits.max_chars, limits.max_pages) == (10, 20, 3)
+
+
+def test_docx_lists_keep_their_bullets_numbers_and_levels():
+    """Word's bulleted and numbered lists come out as Markdown lists: by their style or a
+    paragraph's own numbering, nested by level, numbers counting on, one list per run of
+    items."""
+    import io
+
+    import docx
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    document = docx.Document()
+    document.add_paragraph("Before the list.")
+    document.add_paragraph("Milk", style="List Bullet")
+    document.add_paragraph("Oat", style="List Bullet 2")
+    document.add_paragraph("Bread", style="List Bullet")
+    bullets = document.styles["List Bullet"].element.pPr.numPr.numId.val
+    own = document.add_paragraph("Butter")  # numbered by the paragraph itself, as Word does
+    numbering = OxmlElement("w:numPr")
+    for name, value in (("w:ilvl", "0"), ("w:numId", str(bullets))):
+        element = OxmlElement(name)
+        element.set(qn("w:val"), value)
+        numbering.append(element)
+    own._p.get_or_add_pPr().append(numbering)
+    document.add_paragraph("Between.")
+    for step in ("Open", "Pour", "Close"):
+        document.add_paragraph(step, style="List Number")
+    out = io.BytesIO()
+    document.save(out)
+    text = extract(out.getvalue(), name="l.docx", mime=DOCX_MIME).text
+    assert "Before the list.\n\n- Milk\n    - Oat\n- Bread\n- Butter\n\nBetween." in text
+    assert "Between.\n\n1. Open\n2. Pour\n3. Close" in text

@@ -49,6 +49,11 @@ _BY_SUFFIX = {
     ".log": "text",
 }
 SUPPORTED_KINDS = ("pdf", "docx", "html", "markdown", "text", "csv", "json")
+UNREADABLE = (
+    "{name} cannot be read here: attach PDF, Word (.docx), HTML, Markdown, text, CSV or JSON files."
+)
+EMPTY = "{name} is empty: there is nothing in it to read."
+"""Why an upload is refused at once (the page says it when the file is picked)."""
 
 
 def detect_kind(name: str, mime: str) -> str | None:
@@ -62,6 +67,24 @@ def detect_kind(name: str, mime: str) -> str | None:
     if suffix in _BY_SUFFIX:
         return _BY_SUFFIX[suffix]
     return "text" if base.startswith("text/") else None
+
+
+def readable_types() -> dict[str, list[str]]:
+    """What detect_kind reads, as data for the upload's file picker (its `accept`) and the
+    page's check when files are picked: MIME types, name suffixes, MIME type endings and
+    beginnings."""
+    return {
+        "mimeTypes": sorted(_BY_MIME),
+        "suffixes": sorted(_BY_SUFFIX),
+        "mimeEndings": ["+json"],
+        "mimeBeginnings": ["text/"],
+    }
+
+
+def accept_attribute() -> str:
+    """The file picker's `accept`: every name suffix and MIME type detect_kind reads."""
+    types = readable_types()
+    return ",".join([*types["suffixes"], *types["mimeTypes"], "text/*"])
 
 
 def extract(data: bytes, *, name: str, mime: str, limits: Limits | None = None) -> Extracted:
