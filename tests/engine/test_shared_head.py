@@ -131,3 +131,21 @@ async def test_answers_that_leave_out_every_optional_key_are_taken(fake_openai, 
     assert plan.parametersSchema.fields == [] and plan.parametersContext == ""
     user = fake_openai.requests[0]["messages"][-1]["content"]
     assert user.count("\n## Now\n") == 1 and user.endswith("the first action of task 1.")
+
+
+async def test_sections_with_nothing_in_them_are_left_out(fake_openai, llm, store):
+    """With the shared head an empty history, connections or learnings section is not sent
+    (each call re-reads its user message at full price); a local model's prompt keeps them."""
+    for schemas in ("shared", "narrow"):
+        fake_openai.add(*react_round("Find facts about PowerOn"))
+        if schemas == "narrow":  # its refine answers inside the JSON: this one has no answer
+            fake_openai.add("The answer, in a call of its own.")
+        events = await collect(make_state(schemas=schemas), llm, store=store)
+        assert events[-1].status == "completed"
+    shared, narrow = fake_openai.requests[:6], fake_openai.requests[6:]
+    for body in shared:
+        if kind_of(body) != "parameters":
+            user = body["messages"][-1]["content"]
+            assert "(none)" not in user and "## Connections" not in user
+            assert "## User request" in user and "## Documents" in user
+    assert "## Connections\n(none)" in narrow[0]["messages"][-1]["content"]

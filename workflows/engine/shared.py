@@ -18,6 +18,7 @@ not laid out this way: it sees only its action's schema and context (the seeds' 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 
 from .contracts import Message
@@ -26,7 +27,7 @@ from .schemas import FORBIDDEN_PARAMETER_NAMES
 
 SHARED_KINDS = frozenset({"taskplan", "select", "refine", "review", "actionplan"})
 """The kinds of call that share the head."""
-ANSWER_AFTER = "follow the JSON object with your answer to the user"
+ANSWER_AFTER = "your answer to the user follows the JSON object"
 """What "## Now" says when the answer to the user comes with this call."""
 MAX_TASKS = 5
 """The most tasks a plan holds (the round's MAX_TASKS)."""
@@ -69,13 +70,19 @@ def now_line(kind: str, *, answering: bool, extra: str = "") -> str:
     return line
 
 
+_EMPTY = re.compile(r"^## [^\n]+\n\(none\)\n\n", re.MULTILINE)
+"""A section with nothing in it (no history, connections, learnings or documents)."""
+
+
 def shared_layout(messages: Sequence[Message], *, answers: str, now: str) -> list[Message]:
     """The prompt with the shared head: its system message (rules and catalog) followed by
-    `answers`, and its own "## Now" instruction replaced by `now`."""
+    `answers`, its own "## Now" instruction replaced by `now`, and its empty sections left
+    out (a capable model reads no history, connections or documents as none)."""
     out: list[Message] = [{"role": m["role"], "content": m["content"]} for m in messages]
     if len(out) < 2 or out[0]["role"] != "system" or out[-1]["role"] != "user":
         return out
     out[0]["content"] = f"{out[0]['content']}\n\n{answers}"
     data, _, _ = out[-1]["content"].partition(NOW)
+    data = _EMPTY.sub("", data + "\n\n").rstrip()
     out[-1]["content"] = f"{data}{NOW}{now}"
     return out
