@@ -37,7 +37,7 @@ def report_script() -> list[FakeReply]:
         params(title="Notes report"),
         "# Notes report\n\nRevenue grew 12 percent; costs fell 3 percent.\n",
         stop(True, "The report is written."),
-        f"{ANSWER}\n\n```python\nrevenue = 1.12 * last_year\n```\n",
+        f"{ANSWER}\n\n```python\nrevenue = 1.12 * last_year\n```\n\n- [x] Read the notes\n",
     ]
     return [FakeReply(content=s if isinstance(s, str) else json.dumps(s)) for s in steps]
 
@@ -80,9 +80,10 @@ def run_report(page, model, tmp_path) -> None:
 @pytest.mark.parametrize("app_url", [PRICED], indirect=True)  # costs on the page too
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_no_serious_accessibility_violations(page, app_url, model, tmp_path, scheme):
-    """Login, home and a finished workflow (steps, code, documents, the chart's table and the
-    Tools panel open) have no accessibility violation of serious or critical impact, and
-    the contrast of all their text is checked (WCAG AA)."""
+    """Login, home, a new workflow (its example prompts), a finished workflow (steps,
+    highlighted code, a task list, documents, a chosen rating, the chart's table and the Tools
+    panel open) and the app's not-found page have no accessibility violation of serious or
+    critical impact, and the contrast of all their text is checked (WCAG AA)."""
     page.emulate_media(color_scheme=scheme)
     found = []
     page.goto(app_url + "/login/")
@@ -91,7 +92,10 @@ def test_no_serious_accessibility_violations(page, app_url, model, tmp_path, sch
     found += blocking_violations(page, "home")
     page.click("text=Create")
     page.wait_for_selector("#connection[data-state=live]")
+    found += blocking_violations(page, "new workflow")  # with its example prompts
     run_report(page, model, tmp_path)
+    page.click("#answer-round1_answer form.feedback button[value='1']")  # a chosen rating
+    page.wait_for_selector("#answer-round1_answer button[value='1'][aria-pressed=true]")
     # Tall enough that nothing is scrolled out of its pane: axe checks the contrast of text
     # it can see whole, and the steps and the chart's table are open.
     page.set_viewport_size({"width": 1280, "height": 4000})
@@ -105,6 +109,11 @@ def test_no_serious_accessibility_violations(page, app_url, model, tmp_path, sch
     found += blocking_violations(page, "tools", context=".tool-overview")
     page.eval_on_selector(".tool-panel", "panel => { panel.style.position = ''; }")
     page.set_viewport_size({"width": 1280, "height": 900})
+    workflow_url = page.url
+    page.goto(app_url + "/workflows/999999/")  # the app's own page for what is not there
+    found += blocking_violations(page, "not found")
+    page.goto(workflow_url)
+    page.wait_for_selector("#answer-round1_answer")
     # What the README shows (docs/screenshot*.png are copied from here): the steps folded
     # to their summaries, then the answer.
     page.click(".tool-overview summary")
