@@ -106,7 +106,8 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_NOT_SIGNED_IN)
             return
         self.workflow_id = int(self.scope["url_route"]["kwargs"]["workflow_id"])
-        if await owned_workflow(user, self.workflow_id) is None:
+        workflow = await owned_workflow(user, self.workflow_id)
+        if workflow is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
@@ -118,7 +119,7 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             return
         # Past the end counts as the end: a seq the workflow has not reached yet would make
         # every later event look old (the socket went silent).
-        self.last_seq = min(after, await stored_last_seq(self.workflow_id) or 0)
+        self.last_seq = min(after, workflow.last_seq)
         self.resumed = 0.0
         self.user = user
         self.session_key = getattr(self.scope.get("session"), "session_key", None) or ""
