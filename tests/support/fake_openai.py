@@ -396,10 +396,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         owner = self.server.owner
+        due = time.monotonic()  # chunks are paced by a clock, so pauses do not add up late
         for index, event in enumerate(_chunks(body, reply, number)):
             stalls = index == 2 and reply.stall  # chunk 1 is the first piece
-            pause = reply.stall if stalls else reply.chunk_delay
-            if index and not owner._sleep(pause):
+            due += (reply.stall if stalls else reply.chunk_delay) if index else 0.0
+            if index and not owner._sleep(due - time.monotonic()):
                 self.close_connection = True
                 return False
             self._write_chunk(f"data: {json.dumps(event)}\n\n".encode())
