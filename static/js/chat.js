@@ -26,7 +26,6 @@
 
   // A streamed answer is drawn as Markdown while it comes (markdown.js), as plain text where
   // the renderer is missing; the complete message's server render replaces it.
-  const texts = {}; // message key -> the text streamed so far
   const views = {}; // message key -> its Markdown view
   function applyDelta(meta) {
     const key = meta.dataset.key;
@@ -50,20 +49,20 @@
       delete views[key];
     }
     if (attempts[key] !== undefined && attempts[key] !== meta.dataset.attempt) {
-      texts[key] = ""; // the answer is being written again from the start
-      streamed[key] = 0;
-      target.textContent = "";
+      streamed[key] = 0; // the answer is being written again from the start
+      if (views[key]) views[key].stop();
       delete views[key];
+      target.textContent = "";
     }
     attempts[key] = meta.dataset.attempt;
     const have = streamed[key] || 0;
     if (offset + piece.length <= have) return; // already shown
     if (offset > have) return; // a gap: the stored, coalesced delta fills it
-    texts[key] = (texts[key] || "") + piece.slice(have - offset);
+    const fresh = piece.slice(have - offset);
     streamed[key] = offset + piece.length;
-    if (!window.PowerOnMarkdown) { target.textContent = texts[key]; return; }
+    if (!window.PowerOnMarkdown) { target.append(fresh); return; }
     if (!views[key]) views[key] = window.PowerOnMarkdown.stream(target, followDrawn);
-    views[key].set(texts[key]);
+    views[key].append(fresh);
   }
 
   let lastMeta = null;

@@ -140,11 +140,13 @@
     return text.replace(/\r\n?/g, "\n");
   }
 
-  // One streamed answer: set() it the text so far; it is drawn at the next animation frame.
+  // One streamed answer: append() each piece as it comes; it is drawn at the next animation
+  // frame.
   function Stream(target, drawn) {
     this.target = target;
     this.drawn = drawn || function () {}; // called after each draw
     this.text = "";
+    this.held = ""; // a last "\r", until the next piece says whether "\n" follows it
     this.frozenAt = 0; // the text before this is rendered for good
     this.frozenTop = 7; // the top heading level in it
     this.shownTop = 7; // the top heading level its headings were placed by
@@ -152,12 +154,19 @@
     this.pending = false;
     this.notBefore = 0;
   }
-  Stream.prototype.set = function (text) {
-    this.text = normalise(text);
+  Stream.prototype.append = function (piece) {
+    let more = this.held + piece;
+    this.held = more.endsWith("\r") ? "\r" : "";
+    if (this.held) more = more.slice(0, -1);
+    this.text += normalise(more); // only the piece: an answer's length costs nothing here
+    this.schedule();
+  };
+  Stream.prototype.schedule = function () {
     if (this.pending) return;
     this.pending = true;
     const stream = this;
     requestAnimationFrame(function frame(now) {
+      if (stream.stopped) return;
       if (now < stream.notBefore) { requestAnimationFrame(frame); return; }
       stream.pending = false;
       const started = performance.now();
@@ -195,6 +204,8 @@
     this.tail = Array.from(nodes.childNodes);
     this.target.append(nodes);
   };
+  /** Draws no more (its answer is written again from the start, by a new view). */
+  Stream.prototype.stop = function () { this.stopped = true; };
   Stream.prototype.clearTail = function () {
     this.tail.forEach((node) => node.remove());
     this.tail = [];

@@ -51,6 +51,7 @@ CORPUS = [
     "### Three\n\n#### Four\n\n###### Six\n\nText.",
     "```\n<raw> & code\n```\n\n    indented code\n\n```nosuchlanguage\nx = 1\n```\n",
     "Setext\n===\n\nline  \nbreak\n\n* loose\n\n* list\n\n  continued\n\n3) three\n4) four\n",
+    "Windows\r\nline ends\r\n\r\n- a\r\n- b\r\n\r\n## End\r\n",
 ]
 
 CANON = """
@@ -92,7 +93,7 @@ COMPARE = (
     let streamed = "";
     for (const piece of pieces) {
       sofar += piece;
-      stream.set(sofar);
+      stream.append(piece);
       stream.draw();
       const shown = JSON.stringify(canon(box));
       const alone = JSON.stringify(canon(parse(window.PowerOnMarkdown.render(sofar))));
@@ -129,10 +130,9 @@ def test_the_browsers_render_is_the_servers_also_while_streaming(page, app_url):
     kept = page.evaluate("""() => {
       const box = document.createElement("div");
       const stream = window.PowerOnMarkdown.stream(box);
-      stream.set("# One\\n\\nFirst paragraph.\\n\\nSecond"); stream.draw();
+      stream.append("# One\\n\\nFirst paragraph.\\n\\nSecond"); stream.draw();
       const first = box.querySelector("p");
-      let text = "# One\\n\\nFirst paragraph.\\n\\nSecond";
-      for (let n = 0; n < 50; n++) { text += "\\n\\nMore " + n; stream.set(text); stream.draw(); }
+      for (let n = 0; n < 50; n++) { stream.append("\\n\\nMore " + n); stream.draw(); }
       return [first === box.querySelector("p"), box.querySelectorAll("p").length];
     }""")
     assert kept == [True, 52]
