@@ -175,3 +175,16 @@ def test_a_steps_badge_says_what_each_kind_of_call_cost_on_which_model():
     assert "parameters on gpt-4.1-nano: 300 tok, $0.000030" in title
     line = exports.telemetry(step.model_dump(mode="json"))
     assert "parameters on gpt-4.1-nano" in line and "select on gpt-4.1-mini" in line
+
+
+def test_the_small_models_calls_follow_its_own_server(settings, model):
+    """With POWERON_LLM_SCHEMAS=auto, the small model's calls are laid out for its server: a
+    local small model beside a hosted main one gets narrow schemas; on the main model's
+    server (its URL not set), the main model's layout."""
+    settings.POWERON_LLM_SCHEMAS = "auto"
+    settings.POWERON_LLM_BASE_URL = "https://api.openai.com/v1"
+    settings.POWERON_LLM_MODEL_SMALL = "qwen2.5-0.5b"
+    settings.POWERON_LLM_BASE_URL_SMALL = "http://127.0.0.1:8081/v1"
+    assert (setup.call_schemas(), setup.call_schemas(small=True)) == ("shared", "narrow")
+    settings.POWERON_LLM_BASE_URL_SMALL = ""
+    assert setup.call_schemas(small=True) == "shared"

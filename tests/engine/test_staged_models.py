@@ -121,3 +121,28 @@ async def test_a_small_model_without_a_price_leaves_the_sums_unknown(fake_openai
     (step,) = [e for e in of(events, "step") if e.status != "started"]
     assert step.cost is None
     assert events[-1].cost is None
+
+
+async def test_a_local_small_model_gets_its_own_servers_layout(fake_openai, staged, store):
+    """A hosted main model (the shared head, no schema) beside a small model on a local
+    server (narrow schemas): the review the small model answers comes with its strict schema
+    (the criteria to tick as an enum) and without the head's catalog and answers; the main
+    model's calls keep the shared head."""
+    fake_openai.add(*search_then_review())
+    state = priced_state(schemas="shared", small_schemas="narrow")
+    events = await collect(state, staged, store=store)
+    fake_openai.assert_complete()
+    assert events[-1].status == "completed"
+    by_model: dict[str, list[dict]] = {}
+    for body in fake_openai.requests:
+        by_model.setdefault(body["model"], []).append(body)
+    review = next(b for b in by_model["tiny-model"] if schema_name(b) == "TaskReview")
+    schema = review["response_format"]["json_schema"]
+    assert schema["strict"] is True
+    items = schema["schema"]["properties"]["metCriteria"]["items"]
+    assert items.get("enum", [items.get("const")]) == ["It is done."]
+    assert "## Catalog" not in review["messages"][0]["content"]
+    assert "## Answers" not in review["messages"][0]["content"]
+    for body in by_model["big-model"]:
+        assert schema_name(body) is None  # the shared head: no schema
+    assert "## Answers" in by_model["big-model"][0]["messages"][0]["content"]

@@ -130,12 +130,13 @@ async def ask(
     second failure `out.value` stays None and the caller fails the step visibly.
     ModelUnavailable propagates.
     """
-    if ctx.state.schemas == "shared" and kind in SHARED_KINDS:  # one head for every kind
+    layout = ctx.layout(kind)
+    if layout == "shared" and kind in SHARED_KINDS:  # one head for every kind
         answers = answers_section(language=ctx.state.language)
         line = now_line(kind, answering=bool(key), extra=now)
         messages = shared_layout(messages, answers=answers, now=line)
         output = asked_as(output, "answer_after" if key else "object")
-    elif ctx.state.prompt_cache:  # a hosted provider: laid out for its prompt cache
+    elif layout != "narrow":  # a hosted provider: laid out for its prompt cache
         messages = cache_first(messages)
     prompt = list(messages)
     for attempt in (1, 2):

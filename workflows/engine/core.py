@@ -28,6 +28,7 @@ from .events import (
 from .guards import Budget
 from .money import Cost, Prices
 from .schemas import ActionPlan, ActionSelection, Observation, TaskItem
+from .staged import SMALL_KINDS
 from .state import HistoryEntry, RoundState
 
 V = TypeVar("V")
@@ -319,6 +320,14 @@ class RoundContext:
     def round_cost(self) -> Cost | None:
         """What the round's model calls cost (None when a call's price is unknown)."""
         return None if any(call.cost is None for call in self.calls) else self.budget.cost
+
+    def layout(self, kind: str) -> str:
+        """How a call of this kind asks for its answer (narrow, stable or shared): as the
+        server that answers it wants (the small model's may be a local one)."""
+        state = self.state
+        if state.small_model and state.small_schemas and kind in SMALL_KINDS:
+            return state.small_schemas
+        return state.schemas
 
     def prices_of(self, model: str) -> Prices | None:
         """The prices of the model that made a call: the small model's own, else the main's."""

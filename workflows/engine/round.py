@@ -332,7 +332,7 @@ async def review(ctx: RoundContext, task: TaskState, out: Out[TaskReview]) -> As
     """The task review: success, retry or failed, with improvements; in an Actionplan round of
     one task, with success it also writes the answer to the user."""
     answering = answers_with_review(ctx)
-    shared = ctx.state.schemas == "shared"  # the head every call shares holds the catalog
+    shared = ctx.layout("review") == "shared"  # the head every call shares holds the catalog
     messages = build(
         "review",
         tools=task_catalog(ctx, task).shown if shared else None,

@@ -110,6 +110,10 @@ class RoundState(BaseModel):
     """The small model's label when one answers Stage 2 and the review ("": none)."""
     small_prices: Prices | None = None
     """What the small model's tokens cost; None when its price is unknown."""
+    small_schemas: Literal["narrow", "stable", "shared"] | None = None
+    """How the calls the small model answers ask for their answer, when its server differs
+    from the main model's in kind (a local small model beside a hosted one gets narrow
+    schemas, a grammar); None: as every call of the round (`schemas`)."""
     policy: Policy = Field(default_factory=Policy)
     caps: Caps = Field(default_factory=Caps)
     schemas: Literal["narrow", "stable", "shared"] = "narrow"

@@ -120,11 +120,11 @@ async def close_llm(llm: LLM) -> None:
         await close()
 
 
-def call_schemas() -> Literal["narrow", "stable", "shared"]:
-    """POWERON_LLM_SCHEMAS, with auto decided by where the model server is: narrow schemas for
-    one on this machine or a private network (llama.cpp, vLLM and Ollama make grammars of
-    them), the shared head for a hosted provider (its prompt cache holds one prefix for every
-    kind of call; see engine/shared.py)."""
+def call_schemas(*, small: bool = False) -> Literal["narrow", "stable", "shared"]:
+    """POWERON_LLM_SCHEMAS, with auto decided by where the model server is (with `small`, the
+    small model's): narrow schemas for one on this machine or a private network (llama.cpp,
+    vLLM and Ollama make grammars of them), the shared head for a hosted provider (its prompt
+    cache holds one prefix for every kind of call; see engine/shared.py)."""
     choice = settings.POWERON_LLM_SCHEMAS
     if choice in ("narrow", "stable", "shared"):
         return choice  # type: ignore[return-value]
@@ -132,13 +132,15 @@ def call_schemas() -> Literal["narrow", "stable", "shared"]:
         logger.warning(
             "POWERON_LLM_SCHEMAS=%r is not auto, narrow, stable or shared; auto is used", choice
         )
-    return "narrow" if local_model_server() else "shared"
+    server = small_base_url() if small else settings.POWERON_LLM_BASE_URL
+    return "narrow" if local_model_server(server) else "shared"
 
 
-def local_model_server() -> bool:
-    """Whether POWERON_LLM_BASE_URL's host is `localhost` or a literal loopback or private
-    IP address (a host name is never resolved)."""
-    host = (urlsplit(settings.POWERON_LLM_BASE_URL).hostname or "").lower()
+def local_model_server(url: str | None = None) -> bool:
+    """Whether the server's host (POWERON_LLM_BASE_URL's by default) is `localhost` or a
+    literal loopback or private IP address (a host name is never resolved)."""
+    base_url = settings.POWERON_LLM_BASE_URL if url is None else url
+    host = (urlsplit(base_url).hostname or "").lower()
     return bool(literal_reason(host))
 
 

@@ -181,6 +181,7 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
         prices=prices,
         small_model=small_model(),
         small_prices=model_prices(small=True) if small_model() else None,
+        small_schemas=call_schemas(small=True) if small_model() else None,
         schemas=call_schemas(),
         policy=policy(connections),
     )
