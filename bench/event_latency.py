@@ -365,7 +365,8 @@ class Topology:
             stop(child)
         for log in self.logs:
             if "Traceback" in (text := log.read_text()):
-                print(f"\n{log.name} logged errors; its end:\n{text[-2000:]}")
+                first = text.index("Traceback")
+                print(f"\n{log.name} logged errors; the first:\n{text[first : first + 3000]}")
 
 
 def run_topology(kind: str, daphnes: list[int], sizes: list[int], var_dir: Path) -> list:
