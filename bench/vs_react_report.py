@@ -217,7 +217,9 @@ def header(scale: float, pricings: list[Pricing], small_kinds: frozenset[str]) -
         "as the cookbook counts them; Anthropic — tools and schemas as compact JSON after the "
         "tool-use prompt (346 tokens; 313 assumed for a schema), breakpoint after the system "
         "message. Output (bench/written.py): strict mode's JSON — every required key, schema "
-        "order, compact — on both sides; a tool call = name + compact arguments + 3"
+        "order, compact — on both sides where a schema is sent; without one (PowerOn's shared "
+        "head: json_object) the compact object the policy wrote, an answer to the user after "
+        "it as plain text; a tool call = name + compact arguments + 3"
     )
     print(
         "caches (bench/caching.py): OpenAI automatic prefix from 1,024 in steps of 128; "

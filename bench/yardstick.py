@@ -145,14 +145,20 @@ def rendering_check(calls: list[Call], sizes: list[int]) -> None:
         formats: dict[str, tuple[int, int]] = {}
         for call in calls:
             shape = call.body.get("response_format")
-            if call.size == size and call.system != "langgraph" and shape:
+            schema = shape and shape.get("type") == "json_schema"  # json_object: none billed
+            if call.size == size and call.system != "langgraph" and schema:
                 rendered_format = count(response_format_text(shape))
                 formats.setdefault(call.kind, (rendered_format, count(compact(shape))))
         print(
             "       PowerOn response formats, rendered (as JSON in the request): "
-            + ", ".join(
-                f"{KINDS.get(kind, kind)} {a:,} ({b:,})"
-                for kind, (a, b) in sorted(formats.items(), key=lambda item: kind_order(item[0]))
+            + (
+                ", ".join(
+                    f"{KINDS.get(kind, kind)} {a:,} ({b:,})"
+                    for kind, (a, b) in sorted(
+                        formats.items(), key=lambda item: kind_order(item[0])
+                    )
+                )
+                or "none (no call sent a schema)"
             )
         )
 
