@@ -388,8 +388,3 @@ class ApiToken(models.Model):
     @property
     def is_expired(self) -> bool:
         return self.expires is not None and self.expires <= timezone.now()
-
-    @property
-    def is_usable(self) -> bool:
-        """Whether a request may authenticate with it now."""
-        return self.revoked is None and not self.is_expired

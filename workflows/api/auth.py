@@ -35,10 +35,6 @@ class Principal:
     user: Any
     token: ApiToken | None = None
 
-    def allows(self, scope: str) -> bool:
-        """Whether the caller has `scope`."""
-        return self.token is None or scope in self.token.scopes
-
 
 def caller(request: HttpRequest) -> Principal:
     """The authenticated caller of an API request (set by the operation's auth)."""
