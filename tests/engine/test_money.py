@@ -63,7 +63,7 @@ async def test_the_daily_cost_budget_stops_the_loop_with_its_reason() -> None:
     spends the rest (no refine call after it), with the code cost_budget and a reason that
     says what to do."""
     llm = ScriptedLLM([taskplan("t"), select(), params(query="q")])
-    budgets = Budgets(tokens=None, day_cost=1.0, day_cost_used=0.997)
+    budgets = Budgets(tokens=None, day_cost=1.0, day_cost_used=0.998)
     events = await collect(make_state(prices=PRICES, budgets=budgets), llm)
     llm.assert_complete()
     status = [e for e in of(events, "status") if e.code != "info"][0]

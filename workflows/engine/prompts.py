@@ -93,9 +93,20 @@ def render_unavailable(unavailable: Mapping[str, str]) -> str:
     return "\n".join([head, *lines])
 
 
-def selection_format() -> str:
-    """How an action is written, for Stage 1 and for refine's next action."""
-    return template("selection").substitute(forbidden=", ".join(sorted(FORBIDDEN_PARAMETER_NAMES)))
+def selection_format(*, hosted: bool = False) -> str:
+    """How an action is written, for Stage 1 and for refine's next action. A hosted model is
+    also told which parameters to leave to their defaults, and that doing so saves a call (a
+    small local model's prompt stays as it was measured)."""
+    return template("selection").substitute(
+        forbidden=", ".join(sorted(FORBIDDEN_PARAMETER_NAMES)),
+        needs_value=(
+            "whose value no default gives (one the action needs, or one the request fixes, "
+            "such as a title the user named)"
+            if hosted
+            else "that needs a value"
+        ),
+        no_call=", and the action runs on them without another call" if hosted else "",
+    )
 
 
 def plan_format(*, round: int, task: int, first_action: int) -> str:

@@ -166,7 +166,7 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
         history=render_history(ctx.history(), ctx.round, max_chars=ctx.state.caps.history_chars),
         first_action=first_action_line(react, planning),
         first_action_rule=(
-            selection_format()
+            selection_format(hosted=ctx.state.prompt_cache)
             if react
             else "Each action of a plan has these keys:\n"
             + plan_format(round=ctx.round, task=1, first_action=1)

@@ -138,7 +138,7 @@ def selection_messages(
             prompt=ctx.state.prompt,
             objective=task.item.objective,
             criteria=task.criteria(),
-            selection=selection_format(),
+            selection=selection_format(hosted=ctx.state.prompt_cache),
             documents=render_documents(
                 ctx.store.index(), current_round=ctx.round, caps=ctx.state.caps
             ),
