@@ -412,3 +412,14 @@ async def test_when_nothing_else_works_the_answer_says_what_was_missing() -> Non
     assert answer.startswith("I could not complete this request. No step succeeded.")
     assert f"**Not available here:** web.search — {NO_SEARCH}" in answer
     assert events[-1].status == "failed"
+
+
+def test_a_local_models_stage_one_instruction_stays_as_measured() -> None:
+    """Only a hosted model is told to leave parameters to their defaults to save a call; the
+    instruction a small local model reads is the one its suite was measured with."""
+    from workflows.engine.prompts import selection_format
+
+    local, hosted = selection_format(), selection_format(hosted=True)
+    assert "catalog line that needs a value; an empty list when the defaults fit.\n" in local
+    assert "no default gives" not in local and "another call" not in local
+    assert "whose value no default gives" in hosted and "without another call" in hosted
