@@ -95,7 +95,7 @@ async def test_live_events_go_on_while_a_catch_up_waits_for_the_database(
     """A viewer that heard nothing for a while asks the database what it missed; while that
     read waits (a busy process), live events still reach it, and what they brought is not
     sent again when the read comes back."""
-    from workflows.live import consumer
+    from workflows.live import follow
 
     settings.POWERON_CATCH_UP_SECONDS = 0.2
     workflow = await make_workflow(alice)
@@ -103,14 +103,14 @@ async def test_live_events_go_on_while_a_catch_up_waits_for_the_database(
     communicator = await connect(alice, workflow.pk)
     assert (await receive(communicator))["seq"] == 1
     reading, answer = asyncio.Event(), asyncio.Event()
-    read = consumer.stored_events
+    read = follow.stored_events
 
     async def slow_read(*args):  # the real read, once the test lets it answer
         reading.set()
         await answer.wait()
         return await read(*args)
 
-    monkeypatch.setattr(consumer, "stored_events", slow_read)
+    monkeypatch.setattr(follow, "stored_events", slow_read)
     (two,) = await store_events(workflow, 1)  # stored; the viewer hears nothing of it
     await asyncio.wait_for(reading.wait(), 10)  # the catch-up reads the database
     try:

@@ -14,7 +14,7 @@ from tests.support.replies import extract_step, stop, taskplan
 from workflows import services
 from workflows.engine.events import StatusEvent
 from workflows.execution import launcher, recording
-from workflows.live import broadcast, consumer
+from workflows.live import broadcast, follow
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("durable")]
 
@@ -115,7 +115,7 @@ async def test_a_live_event_is_rendered_once_for_every_viewer(alice, monkeypatch
     for viewer in viewers:
         assert "before" in await viewer.receive_from(timeout=5)
     renders = []
-    monkeypatch.setattr(consumer, "render_event", lambda e: renders.append(e) or "")
+    monkeypatch.setattr(follow, "render_event", lambda e: renders.append(e) or "")
     await broadcast.broadcast(await store("once"))
     first, second = [await viewer.receive_from(timeout=5) for viewer in viewers]
     assert first == second and 'data-seq="2"' in first and "once" in first

@@ -43,6 +43,7 @@ def rendered(envelope: Envelope) -> dict[str, Any]:
     of every process (consumers only pick the format their viewer asked for)."""
     return {
         "type": "workflow.event",
+        "event": envelope.type,
         "seq": envelope.seq,
         "final": envelope.final,
         "json": json.dumps(envelope.as_json(), ensure_ascii=False, separators=(",", ":")),

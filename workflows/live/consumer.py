@@ -2,9 +2,10 @@
 and turns client commands into calls on the run.
 
 The channel layer may drop a message (a full queue, a Redis blip). The database is the
-record: a gap in the seqs is filled from it at once, and while a run may be going the
-consumer also asks the database whenever it heard nothing for a while, so every viewer
-reaches the final status even when the layer lost it.
+record: the order of what one socket receives is kept by a `follow.Follower` (every reader
+of a workflow's events keeps it the same way): a gap in the seqs is filled from the database
+at once, and while a run may be going the socket also asks the database whenever it heard
+nothing for a while, so every viewer reaches the final status even when the layer lost it.
 """
 
 from __future__ import annotations
@@ -21,28 +22,21 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from pydantic import ValidationError
 
-from workflows import selectors
 from workflows.contract import Envelope, NoticeEvent
 from workflows.models import ChatWorkflow
 
 from . import broadcast, commands
-from .rendering import render_event
+from .follow import Follower, Frame, stored_last_seq
 
 logger = logging.getLogger(__name__)
 
 CLOSE_NOT_SIGNED_IN = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_BAD_REQUEST = 4400
-REPLAY_BATCH = 500
-IDLE_CATCH_UP_FACTOR = 8
-"""With no run believed going, the database is asked this many times less often."""
 CLOSE_FELL_BEHIND = 1013
 """Try Again Later: the page reconnects on its own and replays from where it was."""
 FELL_BEHIND_EVENTS = 500
 """A viewer this many events behind the live stream is closed rather than fed inline."""
-CATCH_UP_GRACE_SECONDS = 0.5
-"""How long events the database has and this viewer has not are given to arrive by
-themselves before they are replayed from the database."""
 
 RESUME_INTERVAL_SECONDS = 1.0
 RESUMING_TOO_OFTEN = "Resume at most once a second; the events after it are on their way."
@@ -78,19 +72,6 @@ def still_signed_in(session_key: str, user_id: int) -> bool:
     return any(constant_time_compare(stored, each) for each in hashes)
 
 
-@database_sync_to_async
-def stored_last_seq(workflow_id: int) -> int | None:
-    return ChatWorkflow.objects.filter(pk=workflow_id).values_list("last_seq", flat=True).first()
-
-
-@database_sync_to_async
-def stored_events(workflow_id: int, after: int, upto: int | None) -> list[Envelope]:
-    events = selectors.event_list_after(workflow_id=workflow_id, after_seq=after)
-    if upto is not None:
-        events = events.filter(seq__lte=upto)
-    return [Envelope.from_row(event) for event in events[:REPLAY_BATCH]]
-
-
 class WorkflowConsumer(AsyncJsonWebsocketConsumer):
     """One browser tab or API client watching one workflow.
 
@@ -117,9 +98,6 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         except ValueError:
             await self.close(code=CLOSE_BAD_REQUEST)
             return
-        # Past the end counts as the end: a seq the workflow has not reached yet would make
-        # every later event look old (the socket went silent).
-        self.last_seq = min(after, workflow.last_seq)
         self.resumed = 0.0
         self.user = user
         self.session_key = getattr(self.scope.get("session"), "session_key", None) or ""
@@ -127,11 +105,14 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_add(
                 broadcast.session_group(self.session_key), self.channel_name
             )
-        self.ordered = asyncio.Lock()
-        """Held while events are sent, so a live event and a catch-up never interleave."""
-        self.heard = time.monotonic()
-        self.settled = False
-        """Whether the last stored event sent was a run's final status."""
+        # Past the end counts as the end: a seq the workflow has not reached yet would make
+        # every later event look old (the socket went silent).
+        self.follower = Follower(
+            self.workflow_id,
+            min(after, workflow.last_seq),
+            self.send_frame,
+            behind_most=FELL_BEHIND_EVENTS,
+        )
         self.commands: asyncio.Queue[commands.AnyCommand | None] = asyncio.Queue()
         self.executor = asyncio.create_task(self.execute_commands())
         # Subscribe before replaying: anything stored meanwhile arrives live and is
@@ -139,9 +120,9 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         group = broadcast.viewers_group(self.workflow_id)
         await self.channel_layer.group_add(group, self.channel_name)
         self.subscribed = True
-        async with self.ordered:
-            await self.replay(upto=None)
-        self.watcher = asyncio.create_task(self.catch_up())
+        async with self.follower.ordered:
+            await self.follower.replay()
+        self.watcher = asyncio.create_task(self.follower.catch_up())
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Hand a message to its handler at once. Channels would first close stale database
@@ -172,41 +153,6 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         """The session this socket was opened under signed out."""
         await self.close(code=CLOSE_NOT_SIGNED_IN)
 
-    async def replay(self, *, upto: int | None) -> None:
-        """Send every stored event after last_seq (up to `upto`), in order."""
-        while True:
-            batch = await stored_events(self.workflow_id, self.last_seq, upto)
-            for envelope in batch:
-                await self.send_event(envelope)
-            if len(batch) < REPLAY_BATCH:
-                return
-
-    async def catch_up(self) -> None:
-        """Ask the database for stored events the layer did not bring: every few seconds of
-        silence while a run may be going, less often once the run has ended."""
-        interval = float(settings.POWERON_CATCH_UP_SECONDS)
-        while True:
-            quiet = interval * (IDLE_CATCH_UP_FACTOR if self.settled else 1)
-            await asyncio.sleep(max(0.05, quiet - (time.monotonic() - self.heard)))
-            if time.monotonic() - self.heard < quiet:
-                continue
-            self.heard = time.monotonic()
-            stored = await stored_last_seq(self.workflow_id)
-            if stored is None or stored <= self.last_seq:
-                continue
-            # Those events may be on their way: replay only what has not come by itself.
-            await asyncio.sleep(CATCH_UP_GRACE_SECONDS)
-            if stored > self.last_seq:
-                # Read before taking the lock: live events go on while the database answers
-                # (in a busy process that can take a while), and what they brought is skipped.
-                missed = await stored_events(self.workflow_id, self.last_seq, stored)
-                async with self.ordered:
-                    for envelope in missed:
-                        if envelope.seq is not None and envelope.seq > self.last_seq:
-                            await self.send_event(envelope)
-                    if len(missed) == REPLAY_BATCH:
-                        await self.replay(upto=stored)
-
     async def workflow_gone(self, message: dict[str, Any]) -> None:
         """The workflow was deleted (in another tab): this socket ends."""
         await self.close(code=CLOSE_NOT_FOUND)
@@ -214,42 +160,17 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
     async def workflow_event(self, message: dict[str, Any]) -> None:
         """A live event from the run, already stored (or an unstored frame of an answer),
         rendered once by the process that stored it: sent as it is."""
-        self.heard = time.monotonic()
-        async with self.ordered:
-            await self.relay(message)
+        await self.workflow_events(message)
 
     async def workflow_events(self, message: dict[str, Any]) -> None:
-        """Live events of the run sent together, each as `workflow_event` takes one."""
-        self.heard = time.monotonic()
-        async with self.ordered:
-            for event in message["events"]:
-                if not await self.relay(event):
-                    return
+        """Live events of the run sent together (or one), in order; a viewer too far behind
+        is closed to reconnect and replay rather than fed inline."""
+        if not await self.follower.take(message):
+            await self.close(code=CLOSE_FELL_BEHIND)
 
-    async def relay(self, event: dict[str, Any]) -> bool:
-        """Send one live event in order (held: `ordered`); False once the socket is closed
-        for falling behind."""
-        seq = event["seq"]
-        if seq is not None:
-            if seq <= self.last_seq:
-                return True
-            if seq - self.last_seq > FELL_BEHIND_EVENTS:  # too slow: reconnect and replay
-                await self.close(code=CLOSE_FELL_BEHIND)
-                return False
-            if seq > self.last_seq + 1:  # the layer dropped something: the database has it
-                await self.replay(upto=seq - 1)
-            self.last_seq, self.settled = seq, event["final"]
-        await self.send(text_data=event[self.format])
-        return True
-
-    async def send_event(self, envelope: Envelope) -> None:
-        if envelope.seq is not None:
-            self.last_seq = max(self.last_seq, envelope.seq)
-            self.settled = envelope.final
-        if self.format == "json":
-            await self.send_json(envelope.as_json())
-        else:
-            await self.send(text_data=render_event(envelope))
+    async def send_frame(self, frame: Frame) -> None:
+        """Send one event in the format this viewer asked for."""
+        await self.send(text_data=frame.json if self.format == "json" else frame.html)
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
@@ -297,9 +218,7 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         if stored - after > FELL_BEHIND_EVENTS:
             await self.close(code=CLOSE_FELL_BEHIND)
             return
-        async with self.ordered:
-            self.last_seq = min(after, stored)
-            await self.replay(upto=None)
+        await self.follower.rewind(after)
 
     async def execute_commands(self) -> None:
         """Carry out the client's commands one after another, in the order sent, beside the
@@ -329,5 +248,6 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
     async def send_notice(self, text: str, *, level: str) -> None:
         """A message for this client only: not stored, not part of the workflow."""
         notice = NoticeEvent(round=0, level=level, text=text)  # type: ignore[arg-type]
-        async with self.ordered:
-            await self.send_event(Envelope(workflow=self.workflow_id, seq=None, event=notice))
+        envelope = Envelope(workflow=self.workflow_id, seq=None, event=notice)
+        async with self.follower.ordered:
+            await self.follower.deliver(Frame.stored(envelope))

@@ -1,0 +1,326 @@
+"""Following a workflow's events from a seq: every stored event after it, in order, then the
+live ones from the channel layer, each exactly once.
+
+The database is the record and the layer a best-effort doorbell, so a reader's order is kept
+here, once, for every kind of reader: the page's socket (`live.consumer`), and programs
+reading a `Feed` (the HTTP API's event stream, the OpenAI-compatible endpoint). Subscribe
+before replaying: what is stored meanwhile also arrives live and is dropped by its seq. A gap
+in the seqs is filled from the database at once; after a silence while a run may be going
+the reader asks the database what the layer did not bring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from workflows import selectors
+from workflows.contract import Envelope
+from workflows.models import ChatWorkflow
+
+from . import broadcast
+from .rendering import render_event
+
+logger = logging.getLogger(__name__)
+
+REPLAY_BATCH = 500
+"""Events read from the database at once: a replay further behind is read in pages."""
+IDLE_CATCH_UP_FACTOR = 8
+"""With no run believed going, the database is asked this many times less often."""
+CATCH_UP_GRACE_SECONDS = 0.5
+"""How long events the database has and this reader has not are given to arrive by
+themselves before they are replayed from the database."""
+LIVE_TYPES = ("workflow.event", "workflow.events")
+"""The layer messages that carry events (see `broadcast`)."""
+
+
+@database_sync_to_async
+def stored_last_seq(workflow_id: int) -> int | None:
+    return ChatWorkflow.objects.filter(pk=workflow_id).values_list("last_seq", flat=True).first()
+
+
+@database_sync_to_async
+def stored_events(workflow_id: int, after: int, upto: int | None) -> list[Envelope]:
+    events = selectors.event_list_after(workflow_id=workflow_id, after_seq=after)
+    if upto is not None:
+        events = events.filter(seq__lte=upto)
+    return [Envelope.from_row(event) for event in events[:REPLAY_BATCH]]
+
+
+def compact(data: dict[str, Any]) -> str:
+    """An event's JSON text as the layer carries it."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+class Frame:
+    """One event for a reader: stored (read from the database) or live (a layer message,
+    rendered once by the process that stored it). Its JSON text, HTML fragment and typed
+    envelope are made when first asked for."""
+
+    __slots__ = ("_envelope", "_message", "final", "seq", "type")
+
+    def __init__(
+        self,
+        *,
+        seq: int | None,
+        final: bool,
+        type: str,
+        envelope: Envelope | None = None,
+        message: dict[str, Any] | None = None,
+    ) -> None:
+        self.seq = seq
+        self.final = final
+        self.type = type
+        self._envelope = envelope
+        self._message = message
+
+    @classmethod
+    def stored(cls, envelope: Envelope) -> Frame:
+        """A frame of an event read from the database."""
+        return cls(seq=envelope.seq, final=envelope.final, type=envelope.type, envelope=envelope)
+
+    @classmethod
+    def live(cls, message: dict[str, Any]) -> Frame:
+        """A frame of one event of a layer message (`broadcast.rendered`)."""
+        kind = message.get("event") or json.loads(message["json"])["type"]
+        return cls(seq=message["seq"], final=message["final"], type=kind, message=message)
+
+    @property
+    def json(self) -> str:
+        """The event's JSON text (the socket's `format=json`)."""
+        if self._message is not None:
+            return str(self._message["json"])
+        assert self._envelope is not None
+        return compact(self._envelope.as_json())
+
+    @property
+    def html(self) -> str:
+        """The event's HTML fragment (the page's)."""
+        if self._message is not None:
+            return str(self._message["html"])
+        assert self._envelope is not None
+        return render_event(self._envelope)
+
+    @property
+    def envelope(self) -> Envelope:
+        """The typed event."""
+        if self._envelope is None:
+            assert self._message is not None
+            self._envelope = Envelope.from_json(json.loads(self._message["json"]))
+        return self._envelope
+
+
+class Follower:
+    """One reader's place in a workflow's events: `send` gets every event after `last_seq`
+    once, in seq order (live frames without a seq in the order they come).
+
+    Feed it the layer's messages with `take`; run `catch_up` beside it; `replay` and
+    `rewind` read the database. `behind_most`: a reader that many events behind a live
+    event is let go (`take` answers False) instead of replayed inline; None replays it in
+    pages.
+    """
+
+    def __init__(
+        self,
+        workflow_id: int,
+        last_seq: int,
+        send: Callable[[Frame], Awaitable[None]],
+        *,
+        behind_most: int | None = None,
+    ) -> None:
+        self.workflow_id = workflow_id
+        self.last_seq = last_seq
+        self.send = send
+        self.behind_most = behind_most
+        self.ordered = asyncio.Lock()
+        """Held while events are sent, so a live event and a catch-up never interleave."""
+        self.heard = time.monotonic()
+        self.settled = False
+        """Whether the last stored event sent was a run's final status."""
+
+    async def deliver(self, frame: Frame) -> None:
+        """Send one frame and note where the reader is (held: `ordered`)."""
+        if frame.seq is not None:
+            self.last_seq = max(self.last_seq, frame.seq)
+            self.settled = frame.final
+        await self.send(frame)
+
+    async def replay(self, *, upto: int | None = None) -> None:
+        """Send every stored event after last_seq (up to `upto`), in order, a page at a time
+        (held: `ordered`)."""
+        while True:
+            batch = await stored_events(self.workflow_id, self.last_seq, upto)
+            for envelope in batch:
+                await self.deliver(Frame.stored(envelope))
+            if len(batch) < REPLAY_BATCH:
+                return
+
+    async def rewind(self, after: int) -> None:
+        """Send again what came after `after` (at most up to what is stored)."""
+        stored = await stored_last_seq(self.workflow_id) or 0
+        async with self.ordered:
+            self.last_seq = min(after, stored)
+            await self.replay()
+
+    async def catch_up(self) -> None:
+        """Ask the database for stored events the layer did not bring: every few seconds of
+        silence while a run may be going, less often once the run has ended. Runs until
+        cancelled."""
+        interval = float(settings.POWERON_CATCH_UP_SECONDS)
+        while True:
+            quiet = interval * (IDLE_CATCH_UP_FACTOR if self.settled else 1)
+            await asyncio.sleep(max(0.05, quiet - (time.monotonic() - self.heard)))
+            if time.monotonic() - self.heard < quiet:
+                continue
+            self.heard = time.monotonic()
+            stored = await stored_last_seq(self.workflow_id)
+            if stored is None or stored <= self.last_seq:
+                continue
+            # Those events may be on their way: replay only what has not come by itself.
+            await asyncio.sleep(CATCH_UP_GRACE_SECONDS)
+            if stored > self.last_seq:
+                # Read before taking the lock: live events go on while the database answers
+                # (in a busy process that can take a while), and what they brought is skipped.
+                missed = await stored_events(self.workflow_id, self.last_seq, stored)
+                async with self.ordered:
+                    for envelope in missed:
+                        if envelope.seq is not None and envelope.seq > self.last_seq:
+                            await self.deliver(Frame.stored(envelope))
+                    if len(missed) == REPLAY_BATCH:
+                        await self.replay(upto=stored)
+
+    async def take(self, message: dict[str, Any]) -> bool:
+        """A layer message with live events (one, or a run's batch in order): each sent in
+        order once; False when the reader fell `behind_most` behind (it is let go)."""
+        self.heard = time.monotonic()
+        events = message["events"] if message["type"] == "workflow.events" else [message]
+        async with self.ordered:
+            for event in events:
+                if not await self.relay(event):
+                    return False
+        return True
+
+    async def relay(self, event: dict[str, Any]) -> bool:
+        """Send one live event in order (held: `ordered`)."""
+        seq = event["seq"]
+        if seq is not None:
+            if seq <= self.last_seq:
+                return True
+            if self.behind_most is not None and seq - self.last_seq > self.behind_most:
+                return False
+            if seq > self.last_seq + 1:  # the layer dropped something: the database has it
+                await self.replay(upto=seq - 1)
+            self.last_seq, self.settled = seq, event["final"]
+        await self.send(Frame.live(event))
+        return True
+
+
+class FeedEnded(Exception):
+    """The feed has nothing more to give: the workflow was deleted."""
+
+
+_END = object()
+
+
+class Feed:
+    """A workflow's events from a seq for a reader that is not a socket (an HTTP stream, a
+    round's answer): what `Follower` gives, on a channel of the layer of its own, as an
+    async iterator of `Frame`s (or `await feed.get(timeout)`). It ends when the workflow is
+    deleted. Memory stays bounded: a reader far behind is replayed from the database a page
+    at a time as it reads, and while it does not read, live events wait in its channel on
+    the layer (which drops what exceeds its capacity; the database fills the gap later).
+
+        async with Feed(workflow_id, after=seq) as feed:
+            async for frame in feed:
+                ...
+    """
+
+    def __init__(self, workflow_id: int, *, after: int = 0, backlog: int = 64) -> None:
+        self.workflow_id = workflow_id
+        self.after = max(0, after)
+        self._frames: asyncio.Queue[Any] = asyncio.Queue(backlog)
+        self._task: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+
+    async def __aenter__(self) -> Feed:
+        self.layer = get_channel_layer()
+        self.channel = await self.layer.new_channel()
+        await self.layer.group_add(broadcast.viewers_group(self.workflow_id), self.channel)
+        # Past the end counts as the end: a seq the workflow has not reached yet would make
+        # every later event look old.
+        stored = await stored_last_seq(self.workflow_id) or 0
+        self.follower = Follower(self.workflow_id, min(self.after, stored), self._frames.put)
+        # Its own context: the reads go where the sockets' go, not to the executor of the
+        # request that opened the feed (one thread and one database connection per request).
+        self._task = asyncio.get_running_loop().create_task(
+            self._deliver(), context=contextvars.Context()
+        )
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.wait([self._task])
+        try:
+            await self.layer.group_discard(broadcast.viewers_group(self.workflow_id), self.channel)
+        except Exception as error:  # the group forgets it by itself (its expiry)
+            logger.warning("could not leave the viewers of %s: %s", self.workflow_id, error)
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last stored event handed to the reader's queue."""
+        return self.follower.last_seq
+
+    async def _deliver(self) -> None:
+        catching: asyncio.Task[None] | None = None
+        try:
+            async with self.follower.ordered:
+                await self.follower.replay()
+            catching = asyncio.create_task(self.follower.catch_up())
+            while True:
+                message = await self.layer.receive(self.channel)
+                if message.get("type") in LIVE_TYPES:
+                    await self.follower.take(message)
+                elif message.get("type") == "workflow.gone":
+                    break
+        except Exception as error:  # said to the reader at its next read; CancelledError passes
+            logger.exception("the feed of workflow %s failed", self.workflow_id)
+            self._failure = error
+        finally:
+            if catching is not None:
+                catching.cancel()
+        await self._frames.put(_END)
+
+    async def get(self, timeout: float | None = None) -> Frame | None:
+        """The next frame, or None when none came within `timeout` seconds. Raises
+        FeedEnded when the workflow was deleted (or what failed, when reading failed)."""
+        try:
+            item = await asyncio.wait_for(self._frames.get(), timeout)
+        except TimeoutError:
+            return None
+        if item is _END:
+            self._frames.put_nowait(_END)  # every later read ends too
+            if self._failure is not None:
+                raise self._failure
+            raise FeedEnded(f"workflow {self.workflow_id} was deleted")
+        return item  # type: ignore[no-any-return]
+
+    def __aiter__(self) -> Feed:
+        return self
+
+    async def __anext__(self) -> Frame:
+        try:
+            frame = await self.get()
+        except FeedEnded:
+            raise StopAsyncIteration from None
+        assert frame is not None
+        return frame
