@@ -42,10 +42,8 @@ from .selection import (
     schema_references,
     unavailable_actions,
 )
-from .shared import FIRST_ACTION, PLAN
+from .shared import FIRST_ACTION, MAX_TASKS, PLAN
 from .state import RoundState
-
-MAX_TASKS = 5
 
 
 async def run_round(

@@ -30,7 +30,7 @@ SHARED_KINDS = frozenset({"taskplan", "select", "refine", "review", "actionplan"
 ANSWER_AFTER = "your answer to the user follows the JSON object"
 """What "## Now" says when the answer to the user comes with this call."""
 MAX_TASKS = 5
-"""The most tasks a plan holds (the round's MAX_TASKS)."""
+"""The most tasks a round's plan holds."""
 
 
 @functools.cache
