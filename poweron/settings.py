@@ -356,3 +356,7 @@ LOGGING = {
 # Requests one personal API token may make per minute (a fixed minute window, counted in the
 # database so every process sees the same count), on top of the per-user limits. 0: no limit.
 POWERON_API_REQUESTS_PER_MINUTE = env_int("POWERON_API_REQUESTS_PER_MINUTE", 120, low=0)
+# A live event stream (`…/events/stream`, `/v1/chat/completions` with stream) that sent
+# nothing for this long sends an SSE comment, so proxies keep it open; its token or session
+# is checked again as often.
+POWERON_SSE_HEARTBEAT_SECONDS = env_float("POWERON_SSE_HEARTBEAT_SECONDS", 15.0, low=0.05)

@@ -11,7 +11,9 @@ Layout:
                   application/problem+json; `responses(409, ...)` documents extra ones
     schemas.py    pydantic inputs and outputs (inputs the socket also takes are its commands)
     shapes.py     rows -> answers (workflow, document, message, event, run state)
-    routes/       one router per resource: workflows, messages, documents, runs, events
+    routes/       one router per resource: workflows, messages, documents, runs, events,
+                  and the events' live stream (SSE)
+    event_schema.py  the JSON Schema of every event, made from the contract's union
     pages.py      the API tokens page of the app, the docs page and the problem pages
     __init__.py   this: the NinjaAPI, its OpenAPI touches, and `urlpatterns`
 
@@ -38,24 +40,36 @@ from django.shortcuts import redirect
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from ninja import NinjaAPI
 
-from . import errors, pages
-from .routes import documents, events, messages, runs, workflows
+from . import errors, event_schema, pages
+from .routes import documents, events, messages, runs, stream, workflows
 from .schemas import Problem as ProblemSchema
 
 NAMESPACE = "api-1"
-ROUTERS = (workflows.router, messages.router, documents.router, runs.router, events.router)
+ROUTERS = (
+    workflows.router,
+    messages.router,
+    documents.router,
+    runs.router,
+    events.router,
+    stream.router,
+)
 TAGS = [
     {"name": "workflows", "description": "Conversations with the agent."},
     {"name": "messages", "description": "Each message opens a round that runs in the background."},
     {"name": "documents", "description": "Uploads for the next message, and every document."},
     {"name": "runs", "description": "A workflow's run: its state, and stop, steer, answer."},
-    {"name": "events", "description": "Every stored step, by seq (the socket's JSON)."},
+    {
+        "name": "events",
+        "description": "Every step, by seq (the socket's JSON), stored or live over SSE; "
+        f"each event validates against [{event_schema.PATH}]({event_schema.PATH}).",
+    },
 ]
 DESCRIPTION = (
     "Everything the page does, for programs. Authenticate with a personal API token "
     "(`Authorization: Bearer pon_…`, made on the API tokens page): scope `read` to see, `run` "
     "to change anything. Refusals are RFC 9457 problem details (`application/problem+json`) "
-    "with a stable `type`."
+    "with a stable `type`. Every event (`/events`, `/events/stream`) is described by the "
+    f"JSON Schema at [{event_schema.PATH}]({event_schema.PATH}), made from the same types."
 )
 
 
@@ -72,6 +86,10 @@ class PowerOnAPI(NinjaAPI):
         }
         schema["components"]["schemas"]["Problem"] = ProblemSchema.model_json_schema()
         schema["tags"] = TAGS
+        schema["externalDocs"] = {
+            "description": "The JSON Schema of every event (`type` and `payload`)",
+            "url": event_schema.PATH,
+        }
         for route, operations in schema["paths"].items():
             for operation in operations.values():
                 scope = scopes[operation["operationId"]]
@@ -145,6 +163,7 @@ def _patterns() -> list[URLPattern | URLResolver]:
     return [
         path("docs", _open(partial(pages.docs_page, api=api)), name="api-docs"),
         path("problems/<slug:slug>", _open(pages.problem_page), name="api-problem"),
+        path("events.schema.json", _open(event_schema.event_schema_view), name="event-schema"),
         *patterns,
         re_path(r"^.*$", _open(errors.not_found)),  # anything else under /api/v1/
     ]

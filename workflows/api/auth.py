@@ -117,6 +117,20 @@ class SessionCookie(APIKeyCookie):
         return Principal(user=user)
 
 
+def still_allowed(principal: Principal, session_key: str) -> bool:
+    """Whether the caller of a long request may still be served: its token neither revoked
+    nor expired and its owner active, or its session still signed in (a stream checks this
+    as it goes on)."""
+    if principal.token is not None:
+        usable = ApiToken.objects.filter(
+            pk=principal.token.pk, revoked__isnull=True, owner__is_active=True
+        ).first()
+        return usable is not None and not usable.is_expired
+    from workflows.live.consumer import signed_in
+
+    return signed_in(session_key, principal.user.pk)
+
+
 READ = [BearerToken("read"), SessionCookie()]
 """The auth of operations that only read."""
 RUN = [BearerToken("run"), SessionCookie()]

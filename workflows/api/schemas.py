@@ -216,7 +216,16 @@ class EventOut(BaseModel):
     round: int
     task: int
     action: int
-    payload: dict[str, Any]
+    payload: dict[str, Any] = Field(
+        description="The event's own fields, by its `type`: see the JSON Schema of every "
+        "event at /api/v1/events.schema.json.",
+        json_schema_extra={
+            "externalDocs": {
+                "description": "Every event's payload, by type",
+                "url": "/api/v1/events.schema.json",
+            }
+        },
+    )
     at: str | None = Field(json_schema_extra={"format": "date-time"})
     """When it was stored (ISO 8601), exactly as the socket sends it."""
 

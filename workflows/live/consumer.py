@@ -49,8 +49,7 @@ def owned_workflow(user, workflow_id: int) -> ChatWorkflow | None:
     return ChatWorkflow.objects.filter(pk=workflow_id, owner=user).first()
 
 
-@database_sync_to_async
-def still_signed_in(session_key: str, user_id: int) -> bool:
+def signed_in(session_key: str, user_id: int) -> bool:
     """Whether the session the socket was opened under is still this user's: not signed out,
     not expired, its password unchanged since, the account active."""
     from importlib import import_module
@@ -70,6 +69,9 @@ def still_signed_in(session_key: str, user_id: int) -> bool:
     stored = session.get(HASH_SESSION_KEY) or ""
     hashes = [user.get_session_auth_hash(), *user.get_session_auth_fallback_hash()]
     return any(constant_time_compare(stored, each) for each in hashes)
+
+
+still_signed_in = database_sync_to_async(signed_in)
 
 
 class WorkflowConsumer(AsyncJsonWebsocketConsumer):

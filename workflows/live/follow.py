@@ -255,10 +255,7 @@ class Feed:
         self.layer = get_channel_layer()
         self.channel = await self.layer.new_channel()
         await self.layer.group_add(broadcast.viewers_group(self.workflow_id), self.channel)
-        # Past the end counts as the end: a seq the workflow has not reached yet would make
-        # every later event look old.
-        stored = await stored_last_seq(self.workflow_id) or 0
-        self.follower = Follower(self.workflow_id, min(self.after, stored), self._frames.put)
+        self.follower = Follower(self.workflow_id, self.after, self._frames.put)
         # Its own context: the reads go where the sockets' go, not to the executor of the
         # request that opened the feed (one thread and one database connection per request).
         self._task = asyncio.get_running_loop().create_task(
@@ -283,7 +280,11 @@ class Feed:
     async def _deliver(self) -> None:
         catching: asyncio.Task[None] | None = None
         try:
+            # Past the end counts as the end: a seq the workflow has not reached yet would
+            # make every later event look old.
+            stored = await stored_last_seq(self.workflow_id) or 0
             async with self.follower.ordered:
+                self.follower.last_seq = min(self.follower.last_seq, stored)
                 await self.follower.replay()
             catching = asyncio.create_task(self.follower.catch_up())
             while True:

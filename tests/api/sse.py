@@ -1,0 +1,136 @@
+"""Reading Server-Sent Events in tests: a parser for the wire format, and a stream through the
+real ASGI app in the test's event loop (the app's own handler, middleware and layer)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from channels.testing import ApplicationCommunicator
+
+from poweron.asgi import application
+
+
+@dataclass
+class Event:
+    """One SSE event as a client sees it, or a comment line (`comment`)."""
+
+    id: str | None = None
+    event: str = "message"
+    data: str = ""
+    retry: int | None = None
+    comment: str | None = None
+
+    @property
+    def json(self) -> dict[str, Any]:
+        return json.loads(self.data)
+
+
+@dataclass
+class Parser:
+    """The SSE wire format, fed in pieces as they arrive."""
+
+    pending: str = ""
+    current: dict[str, Any] = field(default_factory=dict)
+
+    def feed(self, text: str) -> list[Event]:
+        self.pending += text
+        found = []
+        while "\n" in self.pending:
+            line, self.pending = self.pending.split("\n", 1)
+            if not line:
+                if self.current:
+                    found.append(Event(**self.current))
+                self.current = {}
+            elif line.startswith(":"):
+                found.append(Event(comment=line[1:].strip()))
+            else:
+                name, _, value = line.partition(":")
+                value = value.removeprefix(" ")
+                if name == "data":
+                    joined = self.current.get("data")
+                    self.current["data"] = value if joined is None else f"{joined}\n{value}"
+                elif name == "retry":
+                    self.current["retry"] = int(value)
+                elif name in ("id", "event"):
+                    self.current[name] = value
+        return found
+
+
+class AsgiStream:
+    """A GET through the ASGI app whose answer is read as it streams."""
+
+    def __init__(self, path: str, headers: dict[str, str] | None = None) -> None:
+        parts = urlsplit(path)
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": parts.path,
+            "raw_path": parts.path.encode(),
+            "query_string": parts.query.encode(),
+            "headers": [(b"host", b"testserver")]
+            + [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
+            "client": ("127.0.0.1", 50000),
+            "server": ("testserver", 80),
+        }
+        self.communicator = ApplicationCommunicator(application, scope)
+        self.parser = Parser()
+        self.events: list[Event] = []
+        self.ended = False
+
+    async def open(self, timeout: float = 10) -> tuple[int, dict[str, str]]:
+        """Send the request; the answer's status and headers."""
+        await self.communicator.send_input({"type": "http.request", "body": b""})
+        start = await self.communicator.receive_output(timeout)
+        assert start["type"] == "http.response.start", start
+        headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
+        return start["status"], headers
+
+    async def body(self, timeout: float = 10) -> bytes:
+        """The whole body of an answer that ends (a refusal)."""
+        data = b""
+        while True:
+            message = await self.communicator.receive_output(timeout)
+            data += message.get("body", b"")
+            if not message.get("more_body"):
+                await self.communicator.wait(timeout)  # the app has ended, its files closed
+                return data
+
+    async def next(self, timeout: float = 10) -> Event:
+        """The next event or comment; raises EOFError once the stream has ended."""
+        while not self.events:
+            if self.ended:
+                await self.communicator.wait(timeout)  # the app has ended, its files closed
+                raise EOFError("the stream ended")
+            message = await self.communicator.receive_output(timeout)
+            self.events += self.parser.feed(message.get("body", b"").decode())
+            self.ended = not message.get("more_body")
+        return self.events.pop(0)
+
+    async def until(self, predicate, timeout: float = 20) -> list[Event]:
+        """Every event (not comments) up to and including the first matching `predicate`."""
+        found = []
+        async with asyncio.timeout(timeout):
+            while True:
+                event = await self.next(timeout)
+                if event.comment is not None or event.retry is not None and not event.data:
+                    continue
+                found.append(event)
+                if predicate(event):
+                    return found
+
+    async def disconnect(self) -> None:
+        """The client goes away."""
+        await self.communicator.send_input({"type": "http.disconnect"})
+        await self.communicator.wait(timeout=10)
+
+
+def is_final(event: Event) -> bool:
+    data = event.json
+    return data["type"] == "run" and data["payload"]["status"] in ("completed", "failed", "stopped")
