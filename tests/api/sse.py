@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 from channels.testing import ApplicationCommunicator
 
 from poweron.asgi import application
@@ -119,7 +120,7 @@ class AsgiStream:
         async with asyncio.timeout(timeout):
             while True:
                 event = await self.next(timeout)
-                if event.comment is not None or event.retry is not None and not event.data:
+                if event.comment is not None or not event.data:
                     continue
                 found.append(event)
                 if predicate(event):
@@ -134,3 +135,45 @@ class AsgiStream:
 def is_final(event: Event) -> bool:
     data = event.json
     return data["type"] == "run" and data["payload"]["status"] in ("completed", "failed", "stopped")
+
+
+class HttpStream:
+    """An event stream read over HTTP from a real server, as it arrives."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str, **headers: str) -> None:
+        self.client = client
+        self.url = url
+        self.headers = headers
+        self.parser = Parser()
+        self.events: list[Event] = []
+
+    async def __aenter__(self) -> HttpStream:
+        self.context = self.client.stream("GET", self.url, headers=self.headers)
+        self.response = await self.context.__aenter__()
+        self.chunks = self.response.aiter_text()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.context.__aexit__(*exc_info)
+
+    async def next(self) -> Event:
+        """The next event or comment; raises EOFError once the stream has ended."""
+        while not self.events:
+            try:
+                self.events += self.parser.feed(await anext(self.chunks))
+            except StopAsyncIteration:
+                raise EOFError("the stream ended") from None
+        return self.events.pop(0)
+
+    async def until(self, predicate, timeout: float = 30) -> list[Event]:
+        """Every event (not comments or the retry line) up to and including the first
+        matching `predicate`."""
+        found = []
+        async with asyncio.timeout(timeout):
+            while True:
+                event = await self.next()
+                if event.comment is not None or not event.data:
+                    continue
+                found.append(event)
+                if predicate(event):
+                    return found

@@ -78,10 +78,11 @@ class AppProcesses:
         self.processes.append(process)
         return process
 
-    def web(self, **env: str) -> int:
-        """A Daphne process (`env` overrides the shared environment); its port once it
+    def web(self, *, port: int | None = None, **env: str) -> int:
+        """A Daphne process (`env` overrides the shared environment) on `port` (a free one
+        by default: give the port of one that ended to restart it); its port once it
         listens."""
-        port = free_port()
+        port = port or free_port()
         process = self.start(
             [
                 sys.executable,
