@@ -98,12 +98,17 @@ def test_new_workflow_rejects_bad_step_limit(alice_client, alice):
     assert not re.search(r"<label[^>]*>[^<]*<input[^>]*max_steps", page)
 
 
-def test_no_model_configured_says_what_to_set(alice_client, settings):
-    """Without a model the chat explains which settings to set, and still works."""
+def test_no_model_configured_says_what_to_set(alice_client, alice, settings):
+    """Without a model the chat explains to staff which settings to set, and tells everyone
+    else to ask the administrator (naming no setting); it still works."""
     settings.POWERON_LLM_BASE_URL = ""
     settings.POWERON_LLM_API_KEY = ""
     page = alice_client.get(reverse("workflows:home")).content.decode()
-    assert "No model configured" in page
+    assert "No model configured" in page and "ask the administrator" in page
+    assert "POWERON_" not in page and "OPENAI_API_KEY" not in page
+    alice.is_staff = True
+    alice.save()
+    page = alice_client.get(reverse("workflows:home")).content.decode()
     for name in ("POWERON_LLM_API_KEY", "OPENAI_API_KEY", "POWERON_LLM_BASE_URL"):
         assert name in page
 
@@ -123,6 +128,10 @@ def test_workflow_page_lists_tools_and_why_some_are_missing(alice_client, alice,
     workflow = workflow_with_history(alice)
     page = alice_client.get(reverse("workflows:detail", args=[workflow.pk])).content.decode()
     assert "<code>document.generateReport</code>" in page
+    assert "unavailable: not set up on this server. Ask the administrator" in page
+    alice.is_staff = True  # the operator is told what is missing
+    alice.save()
+    page = alice_client.get(reverse("workflows:detail", args=[workflow.pk])).content.decode()
     assert "unavailable: No search provider is configured" in page
 
 

@@ -277,7 +277,7 @@ def test_an_answer_streams_as_markdown_copies_as_markdown_and_the_page_keeps_its
     assert page.input_value("#edit-1 textarea") == "Only the costs\nplease"
     page.press("#edit-1 textarea", "Enter")
     page.wait_for_selector("#round-2 .message-user:has-text('edited from round 1')")
-    page.wait_for_selector("#wf-status[data-status=completed]")
+    page.wait_for_selector("#round-2-status.status-completed")
     assert "Only the costs" in page.inner_text("#round-2 .message-user")
     page.screenshot(path=ARTIFACTS / "answer-finished.png")
     model.assert_complete()

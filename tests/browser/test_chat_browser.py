@@ -17,6 +17,7 @@ from tests.support.apps import PASSWORD
 from tests.support.browser import (
     ARTIFACTS,
     attach,
+    replayed,
     send,
     settled_everywhere,
     sign_in_to_new_workflow,
@@ -409,6 +410,7 @@ def test_steps_fold_ratings_stay_and_a_message_can_be_regenerated_or_edited(
     page.click(f"{feedback} button[value='1']")
     page.wait_for_selector("#notices .toast:has-text('feedback is saved')")
     page.reload()
+    replayed(page)
     page.wait_for_selector(f"{feedback} button[value='1'][aria-pressed=true]")
     assert page.get_attribute(f"{feedback} button[value='-1']", "aria-pressed") == "false"
     assert page.input_value(f"{feedback} input[name=comment]") == "Clear"

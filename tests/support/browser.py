@@ -55,3 +55,12 @@ def attach(page, tmp_path, text: str, name: str = "notes.md") -> None:
 def send(page, text: str) -> None:
     page.fill("#composer textarea", text)
     page.click("#send-button")
+
+
+def replayed(page) -> None:
+    """Wait until the page has drawn what was stored when it loaded (then it has opened at
+    its latest round: what is clicked next stays where it is)."""
+    page.wait_for_function(
+        "() => { const live = document.getElementById('live');"
+        " return +live.dataset.lastSeq >= +live.dataset.storedSeq; }"
+    )
