@@ -62,15 +62,24 @@ class Parser:
 
 
 class AsgiStream:
-    """A GET through the ASGI app whose answer is read as it streams."""
+    """A request through the ASGI app, as Daphne hands it over (each request in a context
+    of its own), whose answer is read as it streams (a GET by default)."""
 
-    def __init__(self, path: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        headers: dict[str, str] | None = None,
+        *,
+        method: str = "GET",
+        body: bytes = b"",
+    ) -> None:
         parts = urlsplit(path)
+        self.request_body = body
         scope = {
             "type": "http",
             "asgi": {"version": "3.0"},
             "http_version": "1.1",
-            "method": "GET",
+            "method": method,
             "scheme": "http",
             "path": parts.path,
             "raw_path": parts.path.encode(),
@@ -87,7 +96,7 @@ class AsgiStream:
 
     async def open(self, timeout: float = 10) -> tuple[int, dict[str, str]]:
         """Send the request; the answer's status and headers."""
-        await self.communicator.send_input({"type": "http.request", "body": b""})
+        await self.communicator.send_input({"type": "http.request", "body": self.request_body})
         start = await self.communicator.receive_output(timeout)
         assert start["type"] == "http.response.start", start
         headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
