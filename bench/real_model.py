@@ -8,6 +8,7 @@ model calls, tokens and seconds; then the success rate and the issue's goals.
 
     .venv/bin/python bench/real_model.py --base-url http://127.0.0.1:8081/v1 \\
         --model qwen2.5-coder-0.5b [--timeout 120] [--timeout-per-1k 30] [--only arithmetic]
+        [--small-model NAME --small-base-url URL]  # Stage 2 and the review on a small model
 
 Without a server it prints how to start one (llama.cpp's llama-server) and exits.
 """
@@ -27,10 +28,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.website import TestWebsite  # noqa: E402
+from workflows.engine.contracts import LLM  # noqa: E402
 from workflows.engine.controls import AutoControls  # noqa: E402
 from workflows.engine.events import ErrorEvent, Event, MessageEvent, RoundEvent, UsageEvent  # noqa: E402
 from workflows.engine.llm import OpenAICompatibleLLM  # noqa: E402
 from workflows.engine.round import run_round  # noqa: E402
+from workflows.engine.staged import StagedLLM  # noqa: E402
 from workflows.engine.state import Budgets, RoundState  # noqa: E402
 from workflows.engine.testing import MemoryStore  # noqa: E402
 from workflows.tools.registry import ToolRegistry  # noqa: E402
@@ -152,9 +155,7 @@ def same_reason(first: str, second: str) -> bool:
     return first.split(": ", 1)[-1][:120] == second.split(": ", 1)[-1][:120]
 
 
-async def run_task(
-    task: Task, llm: OpenAICompatibleLLM, settings: dict, args: argparse.Namespace
-) -> Result:
+async def run_task(task: Task, llm: LLM, settings: dict, args: argparse.Namespace) -> Result:
     store = MemoryStore()
     for name, text in task.files.items():
         store.add(name, "text/plain", text.encode(), label="round1_upload")
@@ -240,6 +241,24 @@ def report(model: str, results: list[Result]) -> None:
     )
 
 
+def model_of(args: argparse.Namespace) -> OpenAICompatibleLLM | StagedLLM:
+    """The model server's client; with --small-model, the product's per-stage routing: the
+    small model (on --small-base-url, else the same server) answers Stage 2 and the review."""
+    options = {
+        "api_key": args.api_key,
+        "timeout": args.timeout,
+        "timeout_per_1k_tokens": args.timeout_per_1k,
+        "max_retries": 1,
+    }
+    main = OpenAICompatibleLLM(base_url=args.base_url, model=args.model, **options)
+    if not args.small_model:
+        return main
+    small_url = args.small_base_url or args.base_url
+    return StagedLLM(
+        main, OpenAICompatibleLLM(base_url=small_url, model=args.small_model, **options)
+    )
+
+
 async def main(args: argparse.Namespace) -> list[Result]:
     results: list[Result] = []
     with TestWebsite() as site:
@@ -249,14 +268,7 @@ async def main(args: argparse.Namespace) -> list[Result]:
             "crawl_max_pages": 2,
             "crawl_max_depth": 0,
         }
-        async with OpenAICompatibleLLM(
-            base_url=args.base_url,
-            api_key=args.api_key,
-            model=args.model,
-            timeout=args.timeout,
-            timeout_per_1k_tokens=args.timeout_per_1k,
-            max_retries=1,
-        ) as llm:
+        async with model_of(args) as llm:
             for task in suite(site):  # type: ignore[arg-type]
                 if args.only and task.name not in args.only:
                     continue
@@ -268,7 +280,7 @@ async def main(args: argparse.Namespace) -> list[Result]:
                     flush=True,
                 )
                 results.append(result)
-    report(args.model, results)
+    report(args.model + (f" + {args.small_model} (small)" if args.small_model else ""), results)
     return results
 
 
@@ -277,6 +289,10 @@ if __name__ == "__main__":
     parser.add_argument("--base-url", help="The server's OpenAI-compatible URL (…/v1).")
     parser.add_argument("--model", help="The model name the server serves.")
     parser.add_argument("--api-key", default="unused")
+    parser.add_argument(
+        "--small-model", help="A small model for Stage 2 and the review (per-stage routing)."
+    )
+    parser.add_argument("--small-base-url", help="The small model's server (default: --base-url).")
     parser.add_argument("--timeout", type=float, default=120.0, help="Seconds per call (base).")
     parser.add_argument(
         "--timeout-per-1k", type=float, default=30.0, help="Seconds more per 1,000 tokens."
