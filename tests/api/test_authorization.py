@@ -74,15 +74,25 @@ def snapshot(workflow) -> tuple:
     )
 
 
-def test_every_operation_on_another_users_objects_is_a_plain_404(alice, bob):
-    """bob, with a token of every scope, gets for each of alice's objects the 404 he gets
-    for an object that does not exist (same problem, nothing named), and alice's workflow,
-    messages, documents and events stay as they were."""
+def as_bob(bob, credential: str) -> Client:
+    """bob's program with a token of every scope, or his signed-in browser (its session)."""
+    if credential == "token":
+        return Client(headers=bearer(make_token(bob)))
+    browser = Client()
+    browser.force_login(bob)
+    return browser
+
+
+@pytest.mark.parametrize("credential", ["token", "session"])
+def test_every_operation_on_another_users_objects_is_a_plain_404(alice, bob, credential):
+    """bob, with a token of every scope or with his session, gets for each of alice's
+    objects the 404 he gets for an object that does not exist (same problem, nothing
+    named), and alice's workflow, messages, documents and events stay as they were."""
     workflow = workflow_with_history(alice)
     upload = services.document_upload(workflow=workflow, name="plan.md", data=b"# plan")
     document = workflow.documents.exclude(pk=upload.pk).first()
     before = snapshot(workflow)
-    bob_api = Client(headers=bearer(make_token(bob)))
+    bob_api = as_bob(bob, credential)
     with_ids = [op for op in operations(bob_api) if "{workflow_id}" in op[1]]
     assert len(with_ids) >= 15
     for method, route, operation in with_ids:
@@ -122,3 +132,33 @@ def test_lists_and_reads_without_an_id_show_only_the_callers_own(alice, bob):
     found = bob_api.get("/api/v1/workflows", {"q": "secret research"}).json()
     assert found["count"] == 0
     assert [w["title"] for w in bob_api.get("/api/v1/workflows").json()["items"]] == ["mine"]
+
+
+def test_another_users_document_under_ones_own_workflow_is_a_plain_404(alice, bob):
+    """bob names alice's documents (sent, and waiting to be sent) under his own workflow:
+    every operation on a document answers as for one that does not exist, and her upload
+    still waits for her next message."""
+    workflow = workflow_with_history(alice)
+    upload = services.document_upload(workflow=workflow, name="plan.md", data=b"# plan")
+    document = workflow.documents.exclude(pk=upload.pk).first()
+    bob_api = Client(headers=bearer(make_token(bob)))
+    own = services.workflow_create(owner=bob, title="bob's")
+    with_documents = [op for op in operations(bob_api) if "{document_id}" in op[1]]
+    assert {op["operationId"] for _, _, op in with_documents} == {
+        "discard_upload",
+        "get_document",
+        "document_content",
+    }
+    for method, route, operation in with_documents:
+        nothing = call(
+            bob_api, method, route, operation, {"workflow_id": own.pk, "document_id": 10**9}
+        )
+        for document_id in (document.pk, upload.pk):
+            ids = {"workflow_id": own.pk, "document_id": document_id}
+            theirs = call(bob_api, method, route, operation, ids)
+            where = f"{method} {route} {document_id}"
+            assert theirs.status_code == 404, (where, theirs.content)
+            assert {**theirs.json(), "instance": ""} == {**nothing.json(), "instance": ""}, where
+    listed = bob_api.get(f"/api/v1/workflows/{own.pk}/documents").json()
+    assert listed == {"documents": []}
+    assert ChatDocument.objects.filter(pk=upload.pk, label="pending_upload").exists()
