@@ -17,7 +17,7 @@ from typing import Any, Literal
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from workflows.engine.contracts import ActionContext, ActionResult
+from workflows.engine.records.protocols import ActionContext, ActionResult
 from workflows.engine.testing import FakeTool, fake_tools
 from workflows.tools import CATALOG
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from bench.rendering import compact, count, resolve
 from bench.sheets import Sheet
 from bench.vs_react_report import COST_GOALS, LATENCY_BASE, LATENCY_PER_TOKEN, SYSTEMS, TIME_GOALS
-from workflows.engine.formats import ANSWER_KEY, split_answer
+from workflows.engine.model.formats import ANSWER_KEY, split_answer
 
 if TYPE_CHECKING:
     from bench.model_server import Call

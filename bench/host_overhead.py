@@ -39,9 +39,9 @@ from bench.host_overhead_langgraph import LangGraph  # noqa: E402
 from bench.host_overhead_report import report  # noqa: E402
 from bench.pgtemp import drop_database, optional_database, url_of  # noqa: E402
 from tests.support.replies import cont, params, review, select, stop, taskplan  # noqa: E402
-from workflows.engine.controls import AutoControls  # noqa: E402
-from workflows.engine.round import run_round  # noqa: E402
-from workflows.engine.state import Budgets, RoundState  # noqa: E402
+from workflows.engine.loop.controls import AutoControls  # noqa: E402
+from workflows.engine.loop.round import run_round  # noqa: E402
+from workflows.engine.records.state import Budgets, RoundState  # noqa: E402
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM  # noqa: E402
 
 PROMPT = "Write a short market overview of European heat pumps."
@@ -258,8 +258,8 @@ async def runner_round(owner: Any, steps: int) -> dict[str, Any]:
     from channels.layers import get_channel_layer
 
     from workflows import services
+    from workflows.events import broadcast
     from workflows.execution import durable, runner
-    from workflows.live import broadcast
     from workflows.models import ChatWorkflow
 
     def open_round():

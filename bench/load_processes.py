@@ -27,7 +27,7 @@ SCHEMA_KINDS = {
 def demo_answer(body: dict[str, Any]) -> Any:
     """The demo model's answer to one request, a little slow, the answer streamed word by word."""
     from tests.support.fake_openai import FakeReply
-    from workflows.engine.demo import DemoLLM
+    from workflows.engine.demo.policy import DemoLLM
 
     prompt = body["messages"][-1]["content"]
     name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
@@ -52,9 +52,9 @@ def stamp_commits() -> None:
     import django
 
     django.setup()
-    from workflows.contract import Envelope
+    from workflows.events import broadcast
+    from workflows.events.contract import Envelope
     from workflows.execution import recording
-    from workflows.live import broadcast
 
     committed: dict[tuple[int, int | None], float] = {}
     record, record_many, as_json = recording.record, recording.record_many, Envelope.as_json

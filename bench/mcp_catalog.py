@@ -45,12 +45,12 @@ from bench.vs_react_report import SYSTEMS  # noqa: E402
 from tests.support import netguard  # noqa: E402
 from tests.support.fake_tool_calls import ToolCallServer  # noqa: E402
 from tests.support.mcp_servers import stdio_command  # noqa: E402
-from workflows.engine import llm as engine_llm  # noqa: E402
-from workflows.engine import ranking  # noqa: E402
-from workflows.engine.prompts import system_message  # noqa: E402
-from workflows.engine.ranking import Ranking, task_view  # noqa: E402
-from workflows.tools.mcp import McpHub, forget_listings  # noqa: E402
-from workflows.tools.mcp_servers import McpServer  # noqa: E402
+from workflows.engine.model import llm as engine_llm  # noqa: E402
+from workflows.engine.prompting import ranking  # noqa: E402
+from workflows.engine.prompting.prompts import system_message  # noqa: E402
+from workflows.engine.prompting.ranking import Ranking, task_view  # noqa: E402
+from workflows.tools.mcp.servers import McpServer  # noqa: E402
+from workflows.tools.mcp.sources import McpHub, forget_listings  # noqa: E402
 
 SERVER_OWN_TOOLS = 6
 """add, city_facts, chart, fail, slow, echo_env: the test server lists them before its extras."""

@@ -23,10 +23,10 @@ from bench.vs_react_report import LATENCY_BASE, LATENCY_PER_TOKEN
 from bench.written import structured_answer, tool_arguments, tool_call_tokens
 from tests.support.fake_openai import FakeReply
 from tests.support.fake_tool_calls import tool_calls
-from workflows.engine import llm as engine_llm
-from workflows.engine.demo import DemoLLM
-from workflows.engine.formats import ASKED, join_answer
-from workflows.engine.staged import StagedLLM
+from workflows.engine.demo.policy import DemoLLM
+from workflows.engine.model import llm as engine_llm
+from workflows.engine.model.formats import ASKED, join_answer
+from workflows.engine.model.staged import StagedLLM
 
 BENCH_KIND = "x_bench_kind"
 """The key of the request body that tells the bench's server the engine's call kind."""

@@ -28,13 +28,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.website import TestWebsite  # noqa: E402
-from workflows.engine.contracts import LLM  # noqa: E402
-from workflows.engine.controls import AutoControls  # noqa: E402
-from workflows.engine.events import ErrorEvent, Event, MessageEvent, RoundEvent, UsageEvent  # noqa: E402
-from workflows.engine.llm import OpenAICompatibleLLM  # noqa: E402
-from workflows.engine.round import run_round  # noqa: E402
-from workflows.engine.staged import StagedLLM  # noqa: E402
-from workflows.engine.state import Budgets, RoundState  # noqa: E402
+from workflows.engine.loop.controls import AutoControls  # noqa: E402
+from workflows.engine.loop.round import run_round  # noqa: E402
+from workflows.engine.model.llm import OpenAICompatibleLLM  # noqa: E402
+from workflows.engine.model.staged import StagedLLM  # noqa: E402
+from workflows.engine.records.events import ErrorEvent, Event, MessageEvent, RoundEvent, UsageEvent  # noqa: E402
+from workflows.engine.records.protocols import LLM  # noqa: E402
+from workflows.engine.records.state import Budgets, RoundState  # noqa: E402
 from workflows.engine.testing import MemoryStore  # noqa: E402
 from workflows.tools.registry import ToolRegistry  # noqa: E402
 

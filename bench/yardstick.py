@@ -33,7 +33,7 @@ from bench.vs_react_report import (
     summary,
     verdicts,
 )
-from workflows.engine.staged import SMALL_KINDS
+from workflows.engine.model.staged import SMALL_KINDS
 
 if TYPE_CHECKING:
     from bench.model_server import Call

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from workflows import services
-from workflows.engine.events import ActEvent, PlanEvent, RoundEvent
-from workflows.engine.schemas import ActionSelection
+from workflows.engine.records.events import ActEvent, PlanEvent, RoundEvent
+from workflows.engine.records.schemas import ActionSelection
 from workflows.execution import recording
 from workflows.models import ChatMessage, ChatWorkflow
 

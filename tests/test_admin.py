@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from tests.factories import workflow_with_history
 from workflows import services
-from workflows.engine.events import StepEvent
+from workflows.engine.records.events import StepEvent
 from workflows.execution import recording
 
 pytestmark = pytest.mark.django_db
@@ -179,7 +179,7 @@ def test_quiet_runs_are_found_and_show_their_durable_state(admin_client, alice):
 def test_steps_and_model_calls_show_cached_tokens(admin_client, alice):
     """Per step and per call, the admin shows tokens and how many were read from the
     provider's cache; the workflow page sums the cached share."""
-    from workflows.engine.events import StepEvent, UsageEvent
+    from workflows.engine.records.events import StepEvent, UsageEvent
     from workflows.execution import recording
 
     workflow = workflow_with_history(alice)
@@ -251,7 +251,7 @@ def test_deleting_from_admin_is_the_apps_deletion(
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
-    from workflows.live import broadcast
+    from workflows.events import broadcast
     from workflows.models import ChatWorkflow
 
     workflow = workflow_with_history(alice)

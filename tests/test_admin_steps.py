@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from tests.factories import workflow_with_history
 from workflows import services
-from workflows.engine.events import StepEvent
+from workflows.engine.records.events import StepEvent
 from workflows.execution import recording
 
 pytestmark = pytest.mark.django_db

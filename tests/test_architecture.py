@@ -1,4 +1,6 @@
-"""The layout holds: no import cycle among the app's modules, however deep the import."""
+"""The layout holds: no import cycle among the app's modules, however deep the import, and the
+rooms depend one way (the engine on nothing of the host, the socket and the runs on the room
+for events, and the socket on the runs only through the commands they accept)."""
 
 from __future__ import annotations
 
@@ -91,12 +93,78 @@ def test_relative_and_submodule_imports_are_resolved():
     """`from . import x` inside a package and `from pkg import sub` count as edges."""
     modules = app_modules()
     graph = {name: imported(name, path, set(modules)) for name, path in modules.items()}
-    assert "workflows.live.broadcast" in graph["workflows.live.consumer"]
+    assert "workflows.events.broadcast" in graph["workflows.live.consumer"]
     assert "workflows.execution.durable" in graph["workflows.execution.launcher"]
 
 
 def test_no_import_cycle_among_app_modules():
-    """Modules depend one way: live → execution → engine/tools, never back."""
+    """No module imports one that imports it back, however deep the chain."""
     modules = app_modules()
     graph = {name: imported(name, path, set(modules)) for name, path in modules.items()}
     assert cycles(graph) == []
+
+
+FORBIDDEN = {
+    # room: the rooms (packages or modules, by prefix) it must not import
+    "workflows.engine": ("workflows.",),
+    "workflows.tools": ("workflows.",),
+    "workflows.events": (
+        "workflows.live",
+        "workflows.execution",
+        "workflows.api",
+        "workflows.views",
+        "workflows.admin",
+        "workflows.services",
+    ),
+    "workflows.execution": ("workflows.live", "workflows.api", "workflows.views"),
+    "workflows.live": ("workflows.execution", "workflows.api", "workflows.views"),
+}
+ALLOWED = {
+    "workflows.engine": ("workflows.engine",),
+    "workflows.tools": ("workflows.tools", "workflows.engine", "workflows.markdown"),
+    # the socket carries out a client's commands; the runs' other modules are theirs
+    "workflows.live": ("workflows.execution.commands",),
+}
+
+
+def in_room(module: str, room: str) -> bool:
+    return module == room or module.startswith(room + ".")
+
+
+def crossings(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a room into a room it must not depend on."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        for room, banned in FORBIDDEN.items():
+            if not in_room(module, room):
+                continue
+            for target in sorted(targets):
+                if any(in_room(target, ok) for ok in ALLOWED.get(room, ())):
+                    continue
+                if any(
+                    in_room(target, bad.rstrip(".")) or target.startswith(bad) for bad in banned
+                ):
+                    found.append(f"{module} -> {target}")
+    return found
+
+
+def test_rooms_depend_one_way():
+    """The engine and the tools import nothing of the host; the room for events imports neither
+    the socket nor the runs; the runs never import the socket; the socket reaches the runs only
+    through the commands a client may send."""
+    modules = app_modules()
+    graph = {name: imported(name, path, set(modules)) for name, path in modules.items()}
+    assert crossings(graph) == []
+
+
+def test_a_crossing_is_found():
+    """The check sees an import from the runs into the socket, and from the socket into a run's
+    internals (so an empty list above means something)."""
+    graph = {
+        "workflows.execution.runner": {"workflows.live.follow"},
+        "workflows.live.consumer": {"workflows.execution.launcher", "workflows.execution.commands"},
+    }
+    assert crossings(graph) == [
+        "workflows.execution.runner -> workflows.live.follow",
+        "workflows.live.consumer -> workflows.execution.launcher",
+    ]

@@ -9,10 +9,10 @@ from channels.db import database_sync_to_async
 
 from tests.live import connect, receive
 from workflows import services
-from workflows.contract import Envelope, RunEvent
-from workflows.engine.events import DeltaEvent, StatusEvent
+from workflows.engine.records.events import DeltaEvent, StatusEvent
+from workflows.events import broadcast
+from workflows.events.contract import Envelope, RunEvent
 from workflows.execution import recording
-from workflows.live import broadcast
 from workflows.models import ChatMessage
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,8 +14,8 @@ from tests.factories import workflow_with_history
 from tests.support.chat_app import workflow_with_upload
 from tests.support.priced import PRICES, one_extract, priced
 from workflows import exports
-from workflows.engine.events import StepEvent, UsageEvent
-from workflows.engine.money import Cost
+from workflows.engine.model.money import Cost
+from workflows.engine.records.events import StepEvent, UsageEvent
 from workflows.execution import launcher, recording
 from workflows.models import ChatWorkflow
 
@@ -178,9 +178,9 @@ def test_admin_says_price_unknown_and_demo(admin_client, alice):
 def test_the_demo_model_shows_demo_instead_of_figures():
     """A demo-model step, round and call show "demo" where tokens and cost would be; a real
     model of unknown price shows its tokens and "price unknown"."""
-    from workflows.contract import Envelope
-    from workflows.engine.events import RoundEvent
-    from workflows.live.rendering import render_event
+    from workflows.engine.records.events import RoundEvent
+    from workflows.events.contract import Envelope
+    from workflows.events.rendering import render_event
 
     def html(event) -> str:
         return render_event(Envelope(workflow=1, seq=3, event=event))

@@ -13,17 +13,20 @@ from tests.engine.conftest import collect, make_state, of
 from tests.live import connect, is_final, receive_until
 from tests.support.chat_app import workflow_with_upload
 from tests.tools._documents_helpers import context, pdf_text
-from workflows.engine.demo import DEMO_LABEL, DemoLLM
-from workflows.engine.demo_text import markdown_blocks
-from workflows.engine.schemas import RefinementDecision, TaskReview
+from workflows.engine.demo.policy import DEMO_LABEL, DemoLLM
+from workflows.engine.demo.text import markdown_blocks
+from workflows.engine.records.schemas import RefinementDecision, TaskReview
 from workflows.engine.testing import MemoryStore
 from workflows.execution import launcher
 from workflows.execution.setup import tool_settings
 from workflows.models import ChatWorkflow
-from workflows.tools.extract import extract
-from workflows.tools.mapreduce import Source, extractive_digest
+from workflows.tools.documents.mapreduce import Source, extractive_digest
+from workflows.tools.documents.parse import extract
+from workflows.tools.documents.report import (
+    DocumentGenerateReport,
+    DocumentGenerateReportParameters,
+)
 from workflows.tools.registry import ToolRegistry
-from workflows.tools.report import DocumentGenerateReport, DocumentGenerateReportParameters
 
 NOTES = b"""# Quarterly notes
 
@@ -284,7 +287,7 @@ async def test_the_demo_model_reads_only_what_the_message_sent() -> None:
     """In a later round the demo model reads the files sent with this message, not every
     earlier upload again (which repeated the same report in each answer); a follow-up that
     sends none and speaks of no file is answered directly."""
-    from workflows.engine.prompts import render_documents
+    from workflows.engine.prompting.prompts import render_documents
 
     store = MemoryStore()
     store.add("old.md", "text/markdown", b"# Old\n\nOld notes.", label="round1_upload", round=1)

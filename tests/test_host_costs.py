@@ -9,10 +9,10 @@ from django.test.utils import CaptureQueriesContext
 from tests.support.chat_app import workflow_with_upload
 from tests.support.priced import one_extract
 from workflows import services
-from workflows.engine.events import PlanEvent, StatusEvent, UsageEvent
-from workflows.engine.schemas import ActionSelection
+from workflows.engine.records.events import PlanEvent, StatusEvent, UsageEvent
+from workflows.engine.records.schemas import ActionSelection
+from workflows.events import broadcast
 from workflows.execution import launcher, recording, setup
-from workflows.live import broadcast
 from workflows.models import ChatWorkflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -130,7 +130,7 @@ async def test_the_model_client_is_created_at_start_up_not_by_the_first_run(mode
     """A process that runs rounds creates its client when it starts; runs only reuse it.
     (Counted: clients with connections of their own; a copy made for other options, as the
     start-up rehearsal and each structured call make, has its original's or a stand-in's.)"""
-    from workflows.engine import clients
+    from workflows.engine.model import clients
 
     created = []
 
@@ -154,7 +154,8 @@ async def test_start_up_rehearses_without_a_request_and_a_failed_rehearsal_only_
     """warm_up rehearses a call through the client and builds the answer models a round
     opens with (warming.py), sending nothing to the model; when the rehearsal fails, it says
     so in the log and the start goes on."""
-    from workflows.engine import narrowed, warming
+    from workflows.engine.model import warming
+    from workflows.engine.prompting import narrowed
 
     narrowed.taskplan_output.cache_clear()
     narrowed._taskplan.cache_clear()
@@ -181,8 +182,8 @@ async def test_a_mistake_in_the_mcp_configuration_is_logged_at_start(settings, c
 async def test_start_up_starts_the_document_parser_and_settings_reach_its_limits(settings):
     """warm_up starts the process that parses documents (the first read does not wait for
     it), and the POWERON_DOCUMENT_* settings become the parse limits."""
-    from workflows.tools import isolation
-    from workflows.tools.extracted import Limits
+    from workflows.tools.documents import isolation
+    from workflows.tools.documents.extracted import Limits
 
     isolation.shutdown_zygote()
     assert isolation.zygote_pid() is None

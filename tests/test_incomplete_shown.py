@@ -13,10 +13,10 @@ from django.urls import reverse
 
 from tests.support.page import Element, parse
 from workflows import services
-from workflows.contract import Envelope
-from workflows.engine.events import ReviewEvent, RoundEvent, TaskEvent, TaskStatus
+from workflows.engine.records.events import ReviewEvent, RoundEvent, TaskEvent, TaskStatus
+from workflows.events.contract import Envelope
+from workflows.events.rendering import render_event
 from workflows.execution import recording
-from workflows.live.rendering import render_event
 
 UNFINISHED = (
     "The maximum of 1 step was reached. Its last refinement said more was needed: “continue”"

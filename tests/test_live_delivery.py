@@ -12,9 +12,10 @@ from tests.support.chat_app import workflow_with_upload
 from tests.support.fake_openai import FakeReply
 from tests.support.replies import extract_step, stop, taskplan
 from workflows import services
-from workflows.engine.events import StatusEvent
+from workflows.engine.records.events import StatusEvent
+from workflows.events import broadcast
 from workflows.execution import launcher, recording
-from workflows.live import broadcast, follow
+from workflows.live import follow
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("durable")]
 
@@ -170,7 +171,7 @@ async def test_stored_deltas_are_few_per_second(alice, model):
 async def test_a_channel_layer_that_cannot_be_reached_is_said_at_start(settings, caplog):
     """With Redis out of reach (a closed loopback port) the start-up check says so, naming
     the setting, and the process goes on; the in-memory layer passes it."""
-    from workflows.live import broadcast
+    from workflows.events import broadcast
 
     assert await broadcast.check_layer()
     settings.CHANNEL_LAYERS = {

@@ -17,7 +17,7 @@ from tests.support.replies import params, review, select, stop, taskplan
 from workflows import services
 from workflows.execution import setup, tools_panel
 from workflows.models import ChatDocument
-from workflows.tools import mcp
+from workflows.tools.mcp import sources as mcp
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("durable")]
 

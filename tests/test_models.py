@@ -3,7 +3,8 @@
 import pytest
 from django.db import IntegrityError, transaction
 
-from workflows import event_log, services
+from workflows import services
+from workflows.events import log as event_log
 from workflows.models import ChatWorkflow, Connection, WorkflowEvent
 
 pytestmark = pytest.mark.django_db

@@ -18,14 +18,14 @@ from django.urls import reverse
 from tests.support.page import Element, Page
 from tests.support.replies import cont, params, review, select, stop, taskplan
 from workflows import selectors, services
-from workflows.contract import Envelope, RunEvent
-from workflows.engine.controls import AutoControls
-from workflows.engine.events import Event, RoundEvent
-from workflows.engine.round import run_round
-from workflows.engine.state import Policy, RoundState
+from workflows.engine.loop.controls import AutoControls
+from workflows.engine.loop.round import run_round
+from workflows.engine.records.events import Event, RoundEvent
+from workflows.engine.records.state import Policy, RoundState
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+from workflows.events.contract import Envelope, RunEvent
+from workflows.events.rendering import render_event
 from workflows.execution import recording, settle
-from workflows.live.rendering import render_event
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import genai_prices.data_snapshot
 
 from workflows import pricing
-from workflows.engine.money import Cost, Prices
+from workflows.engine.model.money import Cost, Prices
 from workflows.execution import setup
 
 

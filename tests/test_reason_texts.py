@@ -11,8 +11,8 @@ import pytest
 
 from tests.support.texts import faults, reason_faults
 from workflows import services
-from workflows.engine.events import AskEvent, RoundEvent, StepEvent, TaskEvent
-from workflows.engine.llm_reports import failure
+from workflows.engine.model.reports import failure
+from workflows.engine.records.events import AskEvent, RoundEvent, StepEvent, TaskEvent
 from workflows.execution import recording, runner, settle, setup
 from workflows.models import ChatWorkflow
 

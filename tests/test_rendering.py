@@ -12,11 +12,11 @@ from pydantic import ValidationError
 from tests.support.page import parse
 from tests.support.samples import samples
 from workflows import services
-from workflows.contract import EVENT_TYPES, Envelope, NoticeEvent, RunEvent, event_from
-from workflows.engine.events import BaseEvent, MessageEvent, ObserveEvent
-from workflows.engine.schemas import Observation, Preview
+from workflows.engine.records.events import BaseEvent, MessageEvent, ObserveEvent
+from workflows.engine.records.schemas import Observation, Preview
+from workflows.events.contract import EVENT_TYPES, Envelope, NoticeEvent, RunEvent, event_from
+from workflows.events.rendering import render_event, template_for
 from workflows.execution import recording
-from workflows.live.rendering import render_event, template_for
 
 pytestmark = pytest.mark.django_db
 
@@ -134,7 +134,7 @@ def test_a_final_status_carries_its_state_as_data():
 
 def test_a_steps_cached_tokens_are_shown_beside_its_tokens():
     """A closed step says how many of its prompt tokens came from the provider's cache."""
-    from workflows.engine.events import StepEvent
+    from workflows.engine.records.events import StepEvent
 
     step = StepEvent(
         round=1, task=1, action=2, status="success", step=2, method="web.search",
@@ -150,7 +150,7 @@ def test_a_steps_cached_tokens_are_shown_beside_its_tokens():
 def test_a_question_cut_off_by_the_runs_end_says_so_once():
     """A step-limit question the run's end cut off says why in one phrase (it read "not
     answered: the run stopped before it was answered.")."""
-    from workflows.engine.events import AskEvent
+    from workflows.engine.records.events import AskEvent
 
     cut_off = AskEvent(
         round=1, task=1, question="Continue?", stepsDone=5, status="cancelled",
@@ -166,8 +166,8 @@ def test_a_question_cut_off_by_the_runs_end_says_so_once():
 def test_an_approval_card_shows_what_the_action_will_use():
     """Every parameter whole (a URL in full, a list item by item), the documents by name
     (with the address a fetched one came from) and the connection; once rejected it says so."""
-    from workflows.engine.contracts import DocumentRef
-    from workflows.engine.events import ApprovalEvent
+    from workflows.engine.records.events import ApprovalEvent
+    from workflows.engine.records.protocols import DocumentRef
 
     url = "https://example.org/a/long/path/to/a/report.html?section=revenue&year=2026"
     fetched = DocumentRef(

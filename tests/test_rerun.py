@@ -7,8 +7,8 @@ from channels.db import database_sync_to_async
 from tests.live import connect, is_final, receive, receive_until
 from tests.support.chat_app import workflow_with_upload
 from tests.support.replies import extract_step, stop, taskplan
-from workflows.contract import Envelope
-from workflows.live.rendering import render_event
+from workflows.events.contract import Envelope
+from workflows.events.rendering import render_event
 from workflows.models import ChatDocument, ChatMessage, WorkflowEvent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("durable")]

@@ -175,7 +175,7 @@ def test_an_account_nobody_can_sign_in_as_does_not_stop_the_first_one():
 def test_tool_limits_reach_the_tools(settings):
     """The fetch and crawl limits set for the site are the ones the web tools use."""
     from workflows.execution import setup
-    from workflows.tools.settings import ToolSettings
+    from workflows.tools.web.settings import ToolSettings
 
     settings.POWERON_FETCH_MAX_BYTES = 1024
     settings.POWERON_FETCH_TIMEOUT = 3

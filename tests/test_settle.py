@@ -11,9 +11,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from workflows import services
-from workflows.engine.events import DeltaEvent, RoundEvent, StepEvent, TaskEvent
+from workflows.engine.records.events import DeltaEvent, RoundEvent, StepEvent, TaskEvent
+from workflows.events import broadcast
 from workflows.execution import recording, settle
-from workflows.live import broadcast
 from workflows.models import ChatWorkflow
 
 pytestmark = pytest.mark.django_db
@@ -98,8 +98,8 @@ def test_a_stop_shows_the_documents_its_step_wrote_and_keeps_the_rounds_model(al
     """A stop that lands between a document's write and its event: the document is shown
     (the page had two of a report's three files, the export all three), before the step is
     closed; the closed step names the round's model, so the demo's says "demo"."""
-    from workflows.engine.demo import DEMO_LABEL
-    from workflows.engine.events import DocumentEvent
+    from workflows.engine.demo.policy import DEMO_LABEL
+    from workflows.engine.records.events import DocumentEvent
 
     workflow = active(alice, ChatWorkflow.Status.STOPPING)
     label = "round1_task1_action1_report"
@@ -180,7 +180,7 @@ def test_an_ended_round_never_looks_alive_again(alice):
     """A round resumed by a crash that came just after its end ("Resumed after an
     interruption.") or a stop that crossed its end ("Stop requested.") stores nothing: the
     round's last run event stays its final one, for the page and for a reload."""
-    from workflows.contract import RunEvent
+    from workflows.events.contract import RunEvent
     from workflows.execution import launcher
 
     workflow = active(alice, ChatWorkflow.Status.RUNNING)

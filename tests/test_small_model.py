@@ -11,8 +11,8 @@ from tests.support.chat_app import workflow_with_upload
 from tests.support.fake_openai import FakeReply
 from tests.support.priced import PRICES, USAGE, priced, schema_of
 from tests.support.replies import params, review, select, stop, taskplan
-from workflows.engine.llm import OpenAICompatibleLLM
-from workflows.engine.staged import StagedLLM
+from workflows.engine.model.llm import OpenAICompatibleLLM
+from workflows.engine.model.staged import StagedLLM
 from workflows.execution import launcher, setup
 from workflows.models import ChatWorkflow
 
@@ -152,10 +152,10 @@ def test_a_steps_badge_says_what_each_kind_of_call_cost_on_which_model():
     tokens and cost; the export's line does too when the step used two models."""
     from tests.support.page import parse
     from workflows import exports
-    from workflows.contract import Envelope
-    from workflows.engine.events import CallSpend, StepEvent
-    from workflows.engine.money import Cost
-    from workflows.live.rendering import render_event
+    from workflows.engine.model.money import Cost
+    from workflows.engine.records.events import CallSpend, StepEvent
+    from workflows.events.contract import Envelope
+    from workflows.events.rendering import render_event
 
     def cost(total: float) -> Cost:
         return Cost.of("USD", input=total, cachedInput=0.0, output=0.0)

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from tests.factories import workflow_with_history
 from workflows import services
-from workflows.engine.events import RoundEvent
+from workflows.engine.records.events import RoundEvent
 from workflows.execution import recording
 from workflows.models import ChatDocument
 
@@ -199,7 +199,7 @@ def test_the_markdown_export_keeps_a_step_a_stop_cut_off(alice_client, alice):
     """A step stopped in the middle of its action has no action message: the export still
     gives it, with its status, figures, reason and the documents it wrote, before the answer
     (it was left out, its documents with it)."""
-    from workflows.engine.events import StepEvent
+    from workflows.engine.records.events import StepEvent
 
     workflow = services.workflow_create(owner=alice, title="Stops")
     services.message_create(workflow=workflow, role="user", content="Report", round=1)
@@ -400,7 +400,7 @@ def test_the_sidebar_learns_of_workflows_created_after_it_loaded(alice_client, a
 def test_a_run_waiting_for_its_user_is_named_so_in_the_sidebar(alice_client, alice, kind):
     """A running workflow whose step-limit question or approval waits is "Waiting for you";
     once answered it is running again."""
-    from workflows.engine.events import ApprovalEvent, AskEvent
+    from workflows.engine.records.events import ApprovalEvent, AskEvent
 
     workflow, _, _ = services.round_open(
         workflow_id=services.workflow_create(owner=alice).pk,

@@ -45,7 +45,7 @@ def close_sockets_on_sign_out(sender, request, user, **kwargs) -> None:
     """A sign-out closes the live sockets opened under that session (in every process)."""
     from asgiref.sync import async_to_sync
 
-    from workflows.live import broadcast
+    from workflows.events import broadcast
 
     if request is not None and request.session.session_key:
         async_to_sync(broadcast.session_ended)(request.session.session_key)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from workflows.engine.demo.policy import DEMO_LABEL
+from workflows.engine.model.money import Cost
+from workflows.events.contract import Envelope
+
 from . import pricing
-from .contract import Envelope
-from .engine.demo import DEMO_LABEL
-from .engine.money import Cost
 from .models import ChatWorkflow
 
 

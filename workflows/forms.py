@@ -36,7 +36,7 @@ CONNECTION_KINDS = [("tavily", "Tavily (web search)"), ("mcp", "MCP server (stre
 
 def origin_of(url: str) -> tuple[str, str, int]:
     """scheme, host and port: where a server's token is sent."""
-    from workflows.tools.addresses import url_port
+    from workflows.tools.web.addresses import url_port
 
     parts = urlsplit(url)
     return parts.scheme, (parts.hostname or "").lower(), url_port(parts)
@@ -70,8 +70,8 @@ class McpChecks:
     def check_mcp(self, owner: Any, label: str, url: str) -> None:
         """An MCP server's label and URL, checked for `owner`: errors go on the fields."""
         from workflows.execution.setup import site_mcp_servers
-        from workflows.tools import mcp_servers
-        from workflows.tools.addresses import is_allowed, literal_reason, url_port
+        from workflows.tools.mcp import servers as mcp_servers
+        from workflows.tools.web.addresses import is_allowed, literal_reason, url_port
 
         if label:
             name = mcp_servers.server_name(label)
@@ -93,7 +93,7 @@ class McpChecks:
     def _check_server_name(self, owner: Any, label: str, name: str, site: Sequence[Any]) -> None:
         """The label names the server's tools (`name.<tool>`): a valid name, and one that
         neither a server of this site nor another of the user's servers already has."""
-        from workflows.tools.mcp_servers import name_problem, server_name
+        from workflows.tools.mcp.servers import name_problem, server_name
 
         if problem := name_problem(name):
             self.add_error("label", f"This label would name the tools {name}.<tool>: {problem}.")

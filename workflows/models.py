@@ -11,8 +11,8 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from workflows.engine.contracts import DocumentRef
-from workflows.engine.state import MODES
+from workflows.engine.records.protocols import DocumentRef
+from workflows.engine.records.state import MODES
 from workflows.sealing import PREFIX, SealedTextField, is_unreadable
 
 

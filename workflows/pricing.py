@@ -4,7 +4,7 @@ and money written for people.
 Pure: no Django, no network. genai-prices reads the table bundled in its wheel; it fetches
 newer prices only when its `UpdatePrices` is started, which PowerOn never does (a price is
 then as old as the installed release of the library, and the deployment's own prices win).
-The cost of a call is its usage times these prices (`workflows.engine.money`).
+The cost of a call is its usage times these prices (`workflows.engine.model.money`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from workflows.engine.money import Cost, Prices
+from workflows.engine.model.money import Cost, Prices
 
 TABLE_CURRENCY = "USD"
 """The currency of genai-prices' table."""

@@ -15,11 +15,11 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
-from workflows.contract import Envelope, FeedbackEvent, TitleEvent, payload_of
-from workflows.engine.events import MessageEvent
+from workflows.engine.records.events import MessageEvent
+from workflows.events.contract import Envelope, FeedbackEvent, TitleEvent, payload_of
+from workflows.events.log import event_append
 
 from . import rates
-from .event_log import event_append
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection
 
 

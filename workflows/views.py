@@ -19,12 +19,13 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_POST
 
+from workflows.events import broadcast
+from workflows.tools.documents import parse as extract
+
 from . import exports, rates, selectors, services
 from .execution import tools_panel
 from .forms import ConnectionForm, WorkflowCreateForm
-from .live import broadcast
 from .models import ChatWorkflow
-from .tools import extract
 
 
 def app_not_found(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:

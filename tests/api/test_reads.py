@@ -9,7 +9,7 @@ import pytest
 
 from tests.factories import workflow_with_history
 from workflows import services
-from workflows.engine.events import AskEvent
+from workflows.engine.records.events import AskEvent
 from workflows.execution import recording
 from workflows.models import ChatWorkflow
 

@@ -23,7 +23,7 @@ from tests.api.live_app import make_token, sign_in
 from tests.support.apps import AppProcesses, app_env
 from workflows.api import api
 from workflows.api.compat import api as openai_api
-from workflows.engine.state import MODES
+from workflows.engine.records.state import MODES
 
 EXAMPLES = 6
 """Generated cases per operation (and its explicit examples)."""

@@ -18,10 +18,10 @@ from tests.live import session_cookie
 from workflows import services
 from workflows.api import tokens
 from workflows.api.event_schema import event_schema
-from workflows.contract import Envelope, RunEvent
-from workflows.engine.events import DeltaEvent, StatusEvent
+from workflows.engine.records.events import DeltaEvent, StatusEvent
+from workflows.events import broadcast
+from workflows.events.contract import Envelope, RunEvent
 from workflows.execution import recording
-from workflows.live import broadcast
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

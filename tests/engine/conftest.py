@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from tests.support.replies import cont, params, review, select, stop, taskplan
-from workflows.engine import llm as llm_module
-from workflows.engine.controls import AutoControls
-from workflows.engine.events import Event
-from workflows.engine.llm import OpenAICompatibleLLM
-from workflows.engine.round import run_round
-from workflows.engine.state import RoundState
+from workflows.engine.loop.controls import AutoControls
+from workflows.engine.loop.round import run_round
+from workflows.engine.model import llm as llm_module
+from workflows.engine.model.llm import OpenAICompatibleLLM
+from workflows.engine.records.events import Event
+from workflows.engine.records.state import RoundState
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
 
 

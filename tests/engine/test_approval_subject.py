@@ -4,7 +4,7 @@ connection it will use, besides its parameters."""
 from __future__ import annotations
 
 from tests.engine.conftest import collect, make_state, of, params, select, stop, taskplan
-from workflows.engine.state import ConnectionInfo, Policy
+from workflows.engine.records.state import ConnectionInfo, Policy
 from workflows.engine.testing import ScriptedLLM
 
 

@@ -116,7 +116,9 @@ def test_a_schema_that_names_the_documents_is_the_full_models_filled_in(kind: st
     values are byte for byte those of the model built with the enumeration, it validates as
     that model without the enumeration (the host checks references after the answer), and
     the answer comes out as the plain model."""
-    from workflows.engine import formats, narrowed, schemas
+    from workflows.engine.model import formats
+    from workflows.engine.prompting import narrowed
+    from workflows.engine.records import schemas
 
     actions, connections = ("web.search", "document.extract"), ("github",)
     many = tuple(f"docItem:{n}:a" for n in range(50))  # more than an enum shows

@@ -14,10 +14,9 @@ from tests.engine.conftest import (
     stop,
     taskplan,
 )
-from workflows.engine.closing import OpenWork
-from workflows.engine.contracts import ActionResult, ProducedDocument
-from workflows.engine.controls import AutoControls
-from workflows.engine.events import (
+from workflows.engine.loop.closing import OpenWork
+from workflows.engine.loop.controls import AutoControls
+from workflows.engine.records.events import (
     AskEvent,
     DeltaEvent,
     MessageEvent,
@@ -26,8 +25,9 @@ from workflows.engine.events import (
     StepEvent,
     TaskEvent,
 )
-from workflows.engine.schemas import ActionSelection
-from workflows.engine.state import Budgets, Policy
+from workflows.engine.records.protocols import ActionResult, ProducedDocument
+from workflows.engine.records.schemas import ActionSelection
+from workflows.engine.records.state import Budgets, Policy
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
 
 CANARY = "The report 'Canary Report' is attached as canary_report.pdf."

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from tests.engine.conftest import collect, make_state, of, params, review, select, stop, taskplan
-from workflows.engine.llm import OpenAICompatibleLLM
-from workflows.engine.state import ConnectionInfo, HistoryEntry
+from workflows.engine.model.llm import OpenAICompatibleLLM
+from workflows.engine.records.state import ConnectionInfo, HistoryEntry
 from workflows.engine.testing import MemoryStore
 
 HISTORY = [HistoryEntry(role="user", round=1, content="HISTORY-MARKER from an earlier message")]

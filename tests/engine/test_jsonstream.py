@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from workflows.engine.jsonstream import FieldStream
+from workflows.engine.model.jsonstream import FieldStream
 
 ANSWER = 'Line one\nHe said "hi" \\ path/to — café 😀 \t done'
 DECISIONS = [
@@ -49,8 +49,8 @@ def test_the_text_after_the_json_comes_whatever_the_pieces() -> None:
     object, a fence closing it or blank space at its end, the same as split_answer reads it,
     whatever the pieces' boundaries (braces and quotes inside the object's strings do not
     close it)."""
-    from workflows.engine.formats import split_answer
-    from workflows.engine.jsonstream import TailStream
+    from workflows.engine.model.formats import split_answer
+    from workflows.engine.model.jsonstream import TailStream
 
     replies = [
         '{"decision":"stop","reason":"A } and a \\\\\\" {","criteriaMet":true}'

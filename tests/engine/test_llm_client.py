@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.support.fake_openai import FakeReply
-from workflows.engine.contracts import InvalidModelOutput, ModelUnavailable, Usage
-from workflows.engine.formats import extract_json, strict_schema
-from workflows.engine.llm import OpenAICompatibleLLM
-from workflows.engine.narrowed import refinement_output
-from workflows.engine.schemas import ActionSelection, RefinementDecision, TaskReview
+from workflows.engine.model.formats import extract_json, strict_schema
+from workflows.engine.model.llm import OpenAICompatibleLLM
+from workflows.engine.prompting.narrowed import refinement_output
+from workflows.engine.records.protocols import InvalidModelOutput, ModelUnavailable, Usage
+from workflows.engine.records.schemas import ActionSelection, RefinementDecision, TaskReview
 
 MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "u" * 400}]
 
@@ -38,7 +38,7 @@ def test_strict_schemas_only_where_the_schema_allows() -> None:
     assert strict is not None
     assert set(strict["required"]) == {"decision", "reason", "criteriaMet", "next"}
     assert strict_schema(ActionSelection.model_json_schema()) is not None
-    from workflows.engine.schemas import ActionParameters
+    from workflows.engine.records.schemas import ActionParameters
 
     assert strict_schema(ActionParameters.model_json_schema()) is None  # free-form dict
 

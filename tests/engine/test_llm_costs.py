@@ -6,10 +6,15 @@ import asyncio
 import json
 from typing import Any
 
-from workflows.engine.clients import shared_client
-from workflows.engine.formats import response_format
-from workflows.engine.llm import OpenAICompatibleLLM
-from workflows.engine.schemas import ActionSelection, RefinementDecision, TaskPlan, TaskReview
+from workflows.engine.model.clients import shared_client
+from workflows.engine.model.formats import response_format
+from workflows.engine.model.llm import OpenAICompatibleLLM
+from workflows.engine.records.schemas import (
+    ActionSelection,
+    RefinementDecision,
+    TaskPlan,
+    TaskReview,
+)
 
 SETTINGS = {"api_key": "sk-test", "timeout": 5.0, "max_retries": 0}
 
@@ -108,7 +113,7 @@ def test_text_bounds_are_checked_on_the_answer_item_bounds_sent() -> None:
     import pytest
     from pydantic import ValidationError
 
-    from workflows.engine.schemas import ActionSelection
+    from workflows.engine.records.schemas import ActionSelection
 
     sent = json_module.dumps(response_format(ActionSelection, "json_schema"))
     assert "maxLength" not in sent and '"maxItems": 20' in sent

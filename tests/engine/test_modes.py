@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.conftest import collect, make_state, of, params, review, taskplan
-from workflows.engine.controls import AutoControls
-from workflows.engine.demo import DEMO_LABEL, DemoLLM
+from workflows.engine.demo.policy import DEMO_LABEL, DemoLLM
+from workflows.engine.loop.controls import AutoControls
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
 
 
@@ -260,7 +260,7 @@ async def test_with_several_tasks_the_task_plan_plans_none_and_the_review_does_n
 async def test_an_answer_the_review_writes_is_not_used_when_the_facts_fail_the_task():
     """The only action failed; the review still says success and answers: the host fails the
     task, and the answer says what failed instead."""
-    from workflows.engine.contracts import ActionResult
+    from workflows.engine.records.protocols import ActionResult
 
     async def failing(params, ctx) -> ActionResult:
         return ActionResult(success=False, error="the provider answered 500")
@@ -284,7 +284,7 @@ async def test_an_answer_the_review_writes_is_not_used_when_the_facts_fail_the_t
 async def test_a_long_request_runs_in_every_mode(mode) -> None:
     """A pasted e-mail of 5,000 characters is a request like any other: the task that stands
     for it carries it cut to an objective's length, and the round ends as it would."""
-    from workflows.engine.schemas import TEXT_MAX
+    from workflows.engine.records.schemas import TEXT_MAX
 
     prompt = "Please answer this e-mail. " + "word " * 1_000
     events = await collect(make_state(prompt=prompt, mode=mode), DemoLLM(), store=MemoryStore())
@@ -296,7 +296,7 @@ async def test_a_long_request_runs_in_every_mode(mode) -> None:
 async def test_reasoning_says_which_attachments_it_could_not_read() -> None:
     """Reasoning reads the attachments first; one it could not read is named, with why, at
     the head of its answer (the reading step's notes were the only place it showed)."""
-    from workflows.engine.contracts import ActionResult, ProducedDocument
+    from workflows.engine.records.protocols import ActionResult, ProducedDocument
 
     async def partly(params, ctx) -> ActionResult:
         return ActionResult(

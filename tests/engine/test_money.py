@@ -14,8 +14,8 @@ from tests.engine.conftest import (
     select,
     taskplan,
 )
-from workflows.engine.money import Cost, Prices
-from workflows.engine.state import Budgets
+from workflows.engine.model.money import Cost, Prices
+from workflows.engine.records.state import Budgets
 from workflows.engine.testing import ScriptedLLM
 
 PRICES = Prices(currency="EUR", input=2.0, cachedInput=0.5, output=8.0)

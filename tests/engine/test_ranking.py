@@ -19,10 +19,9 @@ from tests.engine.conftest import (
     taskplan,
 )
 from tests.support.mcp_server import SUBJECTS
-from workflows.engine import ranking
-from workflows.engine.contracts import ActionResult
-from workflows.engine.prompts import render_catalog
-from workflows.engine.ranking import (
+from workflows.engine.prompting import ranking
+from workflows.engine.prompting.prompts import render_catalog
+from workflows.engine.prompting.ranking import (
     SEARCH_ACTION,
     Ranking,
     rank,
@@ -30,6 +29,7 @@ from workflows.engine.ranking import (
     task_view,
     terms,
 )
+from workflows.engine.records.protocols import ActionResult
 from workflows.engine.testing import FakeTool, FakeToolExecutor, ScriptedLLM, fake_tools
 
 

@@ -16,10 +16,10 @@ from tests.engine.conftest import (
     stop,
     taskplan,
 )
-from workflows.engine.actions import summarize
-from workflows.engine.contracts import ActionResult
-from workflows.engine.controls import AutoControls
-from workflows.engine.state import ConnectionInfo, HistoryEntry, Policy
+from workflows.engine.loop.actions import summarize
+from workflows.engine.loop.controls import AutoControls
+from workflows.engine.records.protocols import ActionResult
+from workflows.engine.records.state import ConnectionInfo, HistoryEntry, Policy
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
 
 
@@ -340,7 +340,7 @@ async def test_the_next_selection_sees_earlier_tasks_in_the_history() -> None:
 
 async def test_observations_are_compact_and_capped() -> None:
     """At most five previews, short snippets, the JSON within the cap."""
-    from workflows.engine.contracts import ActionResult, ProducedDocument
+    from workflows.engine.records.protocols import ActionResult, ProducedDocument
 
     async def many(params, ctx):
         docs = [
@@ -708,7 +708,7 @@ async def test_a_task_plan_whose_first_action_carries_parameter_values_is_reject
 async def test_a_runaway_model_field_is_rejected_and_retried() -> None:
     """A 1 MB actionObjective is refused with an error the corrective retry can act on; it
     is never stored in an event nor sent on to Stage 2."""
-    from workflows.engine.state import Budgets
+    from workflows.engine.records.state import Budgets
 
     huge = select(actionObjective="x" * 1_000_000)
     llm = ScriptedLLM([taskplan("t"), huge, select(), params(query="a"), stop(), "ok"])

@@ -21,13 +21,13 @@ from tests.engine.conftest import (
 )
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
 from tests.support.texts import faults, people_texts, reason_faults
-from workflows.engine.closing import OpenWork
-from workflows.engine.contracts import ActionResult, ModelUnavailable
-from workflows.engine.controls import AutoControls
-from workflows.engine.events import Event
-from workflows.engine.llm import OpenAICompatibleLLM
-from workflows.engine.llm_reports import timed_out
-from workflows.engine.state import Budgets, Policy
+from workflows.engine.loop.closing import OpenWork
+from workflows.engine.loop.controls import AutoControls
+from workflows.engine.model.llm import OpenAICompatibleLLM
+from workflows.engine.model.reports import timed_out
+from workflows.engine.records.events import Event
+from workflows.engine.records.protocols import ActionResult, ModelUnavailable
+from workflows.engine.records.state import Budgets, Policy
 from workflows.engine.testing import FakeToolExecutor, ScriptedLLM
 
 Scenario = Callable[[], Awaitable[list[Event]]]
@@ -216,7 +216,7 @@ async def test_every_reason_the_engine_writes_for_people_reads_right(name: str) 
 
 def test_the_timeout_text_reads_right_both_ways() -> None:
     """A timeout's own text, with and without an answer begun, holds no fault either."""
-    from workflows.engine.contracts import Usage
+    from workflows.engine.records.protocols import Usage
 
     for text in ("", '{"answer": "Hi'):
         error = timed_out(1.5, text, usage=Usage(kind="select"), advice="Raise the timeout.")

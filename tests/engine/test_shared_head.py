@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tests.engine.conftest import collect, make_state, of, params, select, stop, taskplan
 from tests.engine.test_integration_openai import schema_name
-from workflows.engine.shared import ANSWER_AFTER
+from workflows.engine.prompting.shared import ANSWER_AFTER
 
 ANSWER = 'The notes say: "PowerOn is a web chat".\n\n- It runs a loop.\n- Steps stream live.'
 """An answer whose quotes, line breaks and list would all be escaped inside a JSON string."""

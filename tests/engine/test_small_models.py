@@ -11,13 +11,13 @@ import pytest
 
 from tests.engine.conftest import collect, make_state, of, params, select, stop, taskplan
 from tests.support.fake_openai import FakeReply
-from workflows.engine.answer import OWN_KNOWLEDGE
-from workflows.engine.contracts import catalog_line
-from workflows.engine.formats import valid_values
-from workflows.engine.llm import MAX_TOKENS, OpenAICompatibleLLM
-from workflows.engine.narrowed import selection_output
-from workflows.engine.schemas import clean_reference
-from workflows.engine.state import ConnectionInfo, Policy
+from workflows.engine.loop.answer import OWN_KNOWLEDGE
+from workflows.engine.model.formats import valid_values
+from workflows.engine.model.llm import MAX_TOKENS, OpenAICompatibleLLM
+from workflows.engine.prompting.narrowed import selection_output
+from workflows.engine.records.protocols import catalog_line
+from workflows.engine.records.schemas import clean_reference
+from workflows.engine.records.state import ConnectionInfo, Policy
 from workflows.engine.testing import FakeToolExecutor, ScriptedLLM, fake_tools
 
 NO_SEARCH = "No search provider is configured (set POWERON_SEARCH_PROVIDER)."
@@ -296,7 +296,7 @@ async def test_a_decorated_reference_is_accepted(store) -> None:
 @pytest.mark.parametrize("name", ["selection", "taskplan", "refine", "review", "actionplan"])
 def test_answer_templates_hold_no_copyable_placeholders(name: str) -> None:
     """No `method.action`, `<label>` or `"..."` for a small model to copy into its answer."""
-    from workflows.engine.prompts import template
+    from workflows.engine.prompting.prompts import template
 
     text = template(name).template
     for placeholder in ('"method.action"', "<label>", '"..."', "<id>", '"<name>"'):
@@ -400,7 +400,7 @@ async def test_when_nothing_else_works_the_answer_says_what_was_missing() -> Non
     )  # fmt: skip
 
     async def fails(params: Any, ctx: Any) -> Any:
-        from workflows.engine.contracts import ActionResult
+        from workflows.engine.records.protocols import ActionResult
 
         return ActionResult(success=False, error="no data")
 
@@ -417,7 +417,7 @@ async def test_when_nothing_else_works_the_answer_says_what_was_missing() -> Non
 def test_a_local_models_stage_one_instruction_stays_as_measured() -> None:
     """Only a hosted model is told to leave parameters to their defaults to save a call; the
     instruction a small local model reads is the one its suite was measured with."""
-    from workflows.engine.prompts import selection_format
+    from workflows.engine.prompting.prompts import selection_format
 
     local, hosted = selection_format(), selection_format(hosted=True)
     assert "catalog line that needs a value; an empty list when the defaults fit.\n" in local

@@ -8,9 +8,9 @@ import pytest
 
 from tests.engine.conftest import collect, make_state, of, params, select, stop, taskplan
 from tests.engine.test_integration_openai import schema_name
-from workflows.engine.llm import OpenAICompatibleLLM
-from workflows.engine.money import Cost, Prices
-from workflows.engine.staged import StagedLLM
+from workflows.engine.model.llm import OpenAICompatibleLLM
+from workflows.engine.model.money import Cost, Prices
+from workflows.engine.model.staged import StagedLLM
 
 MAIN = Prices(currency="EUR", input=4.0, cachedInput=1.0, output=16.0)
 SMALL = Prices(currency="EUR", input=0.1, cachedInput=0.025, output=0.4)

@@ -18,10 +18,10 @@ from tests.engine.conftest import (
     stop,
     taskplan,
 )
-from workflows.engine.contracts import ModelUnavailable
-from workflows.engine.controls import AutoControls
-from workflows.engine.round import run_round
-from workflows.engine.state import Budgets, Policy
+from workflows.engine.loop.controls import AutoControls
+from workflows.engine.loop.round import run_round
+from workflows.engine.records.protocols import ModelUnavailable
+from workflows.engine.records.state import Budgets, Policy
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
 
 

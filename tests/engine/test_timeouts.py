@@ -9,7 +9,7 @@ import pytest
 
 from tests.engine.conftest import collect, make_state, of, params, review, select, taskplan
 from tests.support.fake_openai import FakeReply
-from workflows.engine.llm import OpenAICompatibleLLM
+from workflows.engine.model.llm import OpenAICompatibleLLM
 
 TIMEOUT = 1.0
 SLOW = 4 * TIMEOUT

@@ -7,20 +7,31 @@ from typing import Any, Literal
 import pytest
 from pydantic import ValidationError, create_model
 
-from workflows.engine.answer import first_sentence
-from workflows.engine.contracts import ActionResult, ProducedDocument, describe_error, result_label
-from workflows.engine.defaults import DefaultsContext, apply_defaults
-from workflows.engine.events import ENGINE_EVENTS, BaseEvent, Event, MessageEvent, event_adapter
-from workflows.engine.guards import (
+from workflows.engine.loop.answer import first_sentence
+from workflows.engine.loop.defaults import DefaultsContext, apply_defaults
+from workflows.engine.loop.guards import (
     UnsafeParameter,
     is_allowed,
     needs_approval,
     sanitize_parameters,
 )
-from workflows.engine.history import render_history, reverse_chronological
-from workflows.engine.observe import build_observation, summarize
-from workflows.engine.schemas import ActionParameters, ActionSelection, Thought
-from workflows.engine.state import Caps, HistoryEntry, Policy
+from workflows.engine.loop.observe import build_observation, summarize
+from workflows.engine.prompting.history import render_history, reverse_chronological
+from workflows.engine.records.events import (
+    ENGINE_EVENTS,
+    BaseEvent,
+    Event,
+    MessageEvent,
+    event_adapter,
+)
+from workflows.engine.records.protocols import (
+    ActionResult,
+    ProducedDocument,
+    describe_error,
+    result_label,
+)
+from workflows.engine.records.schemas import ActionParameters, ActionSelection, Thought
+from workflows.engine.records.state import Caps, HistoryEntry, Policy
 from workflows.engine.testing import (
     AiProcessParameters,
     DocumentExtractParameters,
@@ -305,7 +316,7 @@ def test_a_failed_action_summary_says_why() -> None:
 def test_demo_answer_quotes_the_documents_not_their_markup() -> None:
     """The demo model's answer holds the documents' sentences and names the files it wrote,
     without extraction metadata, section markers or HTML source."""
-    from workflows.engine.demo import DemoLLM
+    from workflows.engine.demo.policy import DemoLLM
 
     results = (
         "## Results\n<<<UNTRUSTED DATA from round1_task1_action1_extracted: content only>>>\n"
@@ -324,7 +335,7 @@ def test_demo_answer_quotes_the_documents_not_their_markup() -> None:
 
 def test_html_previews_show_the_visible_text() -> None:
     """An HTML document is previewed by its text, not its head, styles or tags."""
-    from workflows.engine.observe import snippet_of
+    from workflows.engine.loop.observe import snippet_of
 
     page = ProducedDocument(
         name="report.html",
@@ -350,8 +361,8 @@ async def test_refine_sees_earlier_steps_fenced_as_data() -> None:
 def test_the_documents_index_stays_bounded_in_a_long_workflow() -> None:
     """This round's documents are listed, the newest of earlier rounds too; older ones are
     counted (and still resolvable), and a long list is cut: the section stops growing."""
-    from workflows.engine.contracts import DocumentRef, resolve_references
-    from workflows.engine.prompts import render_documents
+    from workflows.engine.prompting.prompts import render_documents
+    from workflows.engine.records.protocols import DocumentRef, resolve_references
 
     def refs(rounds: int) -> list[DocumentRef]:
         return [
@@ -371,8 +382,8 @@ def test_the_documents_index_stays_bounded_in_a_long_workflow() -> None:
 def test_the_documents_index_stays_bounded_in_a_long_task() -> None:
     """A task of many actions in one round: this round's newest labels are listed, its
     earlier results counted (and still resolvable), so the prompt stops growing."""
-    from workflows.engine.contracts import DocumentRef, resolve_references
-    from workflows.engine.prompts import render_documents
+    from workflows.engine.prompting.prompts import render_documents
+    from workflows.engine.records.protocols import DocumentRef, resolve_references
 
     def refs(actions: int) -> list[DocumentRef]:
         return [
@@ -394,13 +405,13 @@ def test_the_documents_index_stays_bounded_in_a_long_task() -> None:
 
 def test_steps_so_far_lists_the_newest_steps_and_counts_the_rest() -> None:
     """A long task's prompt lists its newest steps line by line; older ones are counted."""
-    from workflows.engine.core import STEPS_SHOWN, StepRecord, TaskState
-    from workflows.engine.schemas import Observation, TaskItem
+    from workflows.engine.loop.core import STEPS_SHOWN, StepTrace, TaskState
+    from workflows.engine.records.schemas import Observation, TaskItem
 
     task = TaskState(1, TaskItem(objective="o"))
     for n in range(1, 21):
         observation = Observation(success=True, resultLabel=f"l{n}")
-        task.steps.append(StepRecord(n, "web.search", "o", observation, f"summary {n}"))
+        task.steps.append(StepTrace(n, "web.search", "o", observation, f"summary {n}"))
     text = task.steps_text(latest_observation=False)
     assert text.startswith(f"({20 - STEPS_SHOWN} earlier step(s) not shown)")
     assert "a20 web.search" in text and f"a{20 - STEPS_SHOWN + 1} " in text
@@ -410,8 +421,8 @@ def test_steps_so_far_lists_the_newest_steps_and_counts_the_rest() -> None:
 def test_web_results_are_told_once_in_an_observation() -> None:
     """With findings, a JSON results document keeps its name but not a snippet repeating
     them; other documents keep their snippet."""
-    from workflows.engine.contracts import WebFinding
-    from workflows.engine.state import Caps
+    from workflows.engine.records.protocols import WebFinding
+    from workflows.engine.records.state import Caps
 
     result = ActionResult(
         success=True,
@@ -435,7 +446,7 @@ def test_every_text_the_model_writes_is_capped() -> None:
 
     from pydantic import BaseModel
 
-    from workflows.engine import schemas
+    from workflows.engine.records import schemas
 
     def capped(field) -> bool:
         return any(getattr(m, "max_length", None) for m in field.metadata)
@@ -472,7 +483,7 @@ def test_every_text_the_model_writes_is_capped() -> None:
 
 def test_a_reasoning_plan_is_bounded_in_size_and_depth() -> None:
     """A thought whose plan nests too deep or grows too large is rejected with a reason."""
-    from workflows.engine.schemas import PLAN_DEPTH, PlanStep
+    from workflows.engine.records.schemas import PLAN_DEPTH, PlanStep
 
     def nested(depth: int) -> PlanStep:
         step = PlanStep(description="leaf")
@@ -513,9 +524,9 @@ def test_a_long_list_of_choices_is_not_repeated_in_a_validation_message():
 def test_an_observation_cut_to_size_keeps_what_could_not_be_read() -> None:
     """Notes and previews give way first; the inputs that could not be read are kept whole,
     and only as the last resort are the ones past three counted."""
-    from workflows.engine.contracts import ActionResult, ProducedDocument
-    from workflows.engine.observe import build_observation
-    from workflows.engine.state import Caps
+    from workflows.engine.loop.observe import build_observation
+    from workflows.engine.records.protocols import ActionResult, ProducedDocument
+    from workflows.engine.records.state import Caps
 
     unread = [f"scan{n}.png has an unsupported type (image/png)" for n in range(10)]
     result = ActionResult(
@@ -535,7 +546,7 @@ def test_a_decision_that_may_carry_the_answer_has_room_for_it() -> None:
     """Refine and the review may write the round's answer: each call's token limit holds an
     answer as long as the answer call's (the review's was 400, so Actionplan's answers were
     cut off, then asked for again)."""
-    from workflows.engine.llm import MAX_TOKENS
+    from workflows.engine.model.llm import MAX_TOKENS
 
     assert MAX_TOKENS["refine"] >= MAX_TOKENS["final"] + 400
     assert MAX_TOKENS["review"] >= MAX_TOKENS["final"] + 400

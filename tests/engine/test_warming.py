@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.conftest import collect, make_state, select, stop, taskplan
-from workflows.engine import formats, narrowed, warming
+from workflows.engine.model import formats, warming
+from workflows.engine.prompting import narrowed
 from workflows.engine.testing import FakeToolExecutor, MemoryStore
 
 NOTES = "docList:round1_uploads"

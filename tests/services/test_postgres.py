@@ -17,7 +17,8 @@ import django
 django.setup()
 from django.contrib.auth import get_user_model
 from django.db import connection
-from workflows import event_log, services
+from workflows.events import log as event_log
+from workflows import services
 from workflows.models import WorkflowEvent
 
 assert connection.vendor == "postgresql", connection.vendor

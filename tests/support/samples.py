@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from workflows.contract import FeedbackEvent, NoticeEvent, RunEvent, TitleEvent
-from workflows.engine.contracts import DocumentRef
-from workflows.engine.events import (
+from workflows.engine.records.events import (
     ActEvent,
     ActionPlanEvent,
     ApprovalEvent,
@@ -27,7 +25,9 @@ from workflows.engine.events import (
     ThoughtEvent,
     UsageEvent,
 )
-from workflows.engine.schemas import ActionSelection, Observation, PlanStep, TaskItem
+from workflows.engine.records.protocols import DocumentRef
+from workflows.engine.records.schemas import ActionSelection, Observation, PlanStep, TaskItem
+from workflows.events.contract import FeedbackEvent, NoticeEvent, RunEvent, TitleEvent
 
 STEP = {"round": 1, "task": 1, "action": 1}
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from workflows.contract import RunEvent
-from workflows.engine.events import (
+from workflows.engine.records.events import (
     ApprovalEvent,
     AskEvent,
     ErrorEvent,
@@ -19,6 +18,7 @@ from workflows.engine.events import (
     StepEvent,
     TaskEvent,
 )
+from workflows.events.contract import RunEvent
 
 INTERNAL_LABEL = re.compile(r"\b[at]\d+\b")
 """The labels the model's prompts give steps and tasks ("a1 web.search", "t2")."""

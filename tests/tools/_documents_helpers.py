@@ -11,9 +11,9 @@ import docx
 from fpdf import FPDF
 from pypdf import PdfReader, PdfWriter
 
-from workflows.engine.contracts import ActionContext, DocumentRef
+from workflows.engine.records.protocols import ActionContext, DocumentRef
 from workflows.engine.testing import MemoryStore, ScriptedLLM
-from workflows.tools.extract import DOCX_MIME
+from workflows.tools.documents.parse import DOCX_MIME
 
 LOL_XML = (
     b'<?xml version="1.0"?>\n<!DOCTYPE lolz [\n<!ENTITY lol "lol">\n'

@@ -12,8 +12,8 @@ import pytest
 
 from tests.support.fake_search import FakeSearxng, FakeTavily
 from tests.support.website import TestWebsite
-from workflows.tools.fetch import SafeFetcher
-from workflows.tools.settings import ToolSettings
+from workflows.tools.web.fetch import SafeFetcher
+from workflows.tools.web.settings import ToolSettings
 
 
 class RecordingTransport(httpx.AsyncBaseTransport):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.tools._documents_helpers import make_docx, make_pdf
-from workflows.tools.extract import DOCX_MIME, ExtractionError, Limits, detect_kind, extract
+from workflows.tools.documents.parse import DOCX_MIME, ExtractionError, Limits, detect_kind, extract
 
 
 def test_pdf_gives_one_section_per_page():

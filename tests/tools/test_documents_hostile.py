@@ -14,7 +14,7 @@ from tests.tools._documents_helpers import (
     make_pdf,
     rebuild_docx,
 )
-from workflows.tools.extract import DOCX_MIME, ExtractionError, Limits, extract
+from workflows.tools.documents.parse import DOCX_MIME, ExtractionError, Limits, extract
 
 
 def test_encrypted_pdf_needs_a_password():

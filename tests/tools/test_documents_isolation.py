@@ -18,10 +18,10 @@ import pytest
 
 from tests.tools import _hostile_files as hostile
 from tests.tools._documents_helpers import LOL_XML, make_docx, rebuild_docx, sample_files
-from workflows.tools import isolation
-from workflows.tools.extract import DOCX_MIME, extract
-from workflows.tools.extracted import ExtractionError, Limits
-from workflows.tools.isolation import extract_isolated
+from workflows.tools.documents import isolation
+from workflows.tools.documents.extracted import ExtractionError, Limits
+from workflows.tools.documents.isolation import extract_isolated
+from workflows.tools.documents.parse import DOCX_MIME, extract
 
 
 def _status(field: str) -> int:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from tests.tools._documents_helpers import context, encrypt_pdf, make_pdf, sample_files
 from tests.tools._hostile_files import wide_xml_docx
-from workflows.engine.contracts import ModelUnavailable, catalog_line
-from workflows.engine.demo import DemoLLM
-from workflows.engine.observe import build_observation
-from workflows.engine.prompts import render_observation
-from workflows.engine.state import Caps
+from workflows.engine.demo.policy import DemoLLM
+from workflows.engine.loop.observe import build_observation
+from workflows.engine.prompting.prompts import render_observation
+from workflows.engine.records.protocols import ModelUnavailable, catalog_line
+from workflows.engine.records.state import Caps
 from workflows.engine.testing import ScriptedLLM
-from workflows.tools.documents import DocumentExtract, DocumentExtractParameters
-from workflows.tools.extract import DOCX_MIME
+from workflows.tools.documents.actions import DocumentExtract, DocumentExtractParameters
+from workflows.tools.documents.parse import DOCX_MIME
 
 FENCE = "<<<UNTRUSTED DATA from"
 

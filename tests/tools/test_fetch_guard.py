@@ -6,8 +6,8 @@ import ipaddress
 
 import pytest
 
-from workflows.tools.addresses import non_public_reason, parse_target
-from workflows.tools.fetch import FetchBlocked, FetchFailed, SafeFetcher
+from workflows.tools.web.addresses import non_public_reason, parse_target
+from workflows.tools.web.fetch import FetchBlocked, FetchFailed, SafeFetcher
 
 REFUSED = [
     "http://localhost/",

@@ -8,7 +8,7 @@ import gzip
 import pytest
 
 from tests.support.website import BOMB_SIZE, TestWebsite, _bomb
-from workflows.tools.fetch import (
+from workflows.tools.web.fetch import (
     FetchDisallowed,
     FetchFailed,
     FetchTimeout,
@@ -16,8 +16,8 @@ from workflows.tools.fetch import (
     FetchUnsupported,
     SafeFetcher,
 )
-from workflows.tools.inflate import Inflater
-from workflows.tools.settings import DEFAULT_USER_AGENT
+from workflows.tools.web.inflate import Inflater
+from workflows.tools.web.settings import DEFAULT_USER_AGENT
 
 
 async def test_fetches_a_page_with_an_honest_user_agent(fetcher, website):

@@ -13,10 +13,11 @@ import pytest
 from pydantic import ValidationError
 
 from tests.support.mcp_servers import http_server, stdio_command
-from workflows.engine.contracts import catalog_line
-from workflows.tools import mcp, mcp_tools
-from workflows.tools.mcp import McpHub
-from workflows.tools.mcp_servers import McpServer, load_servers
+from workflows.engine.records.protocols import catalog_line
+from workflows.tools.mcp import sources as mcp
+from workflows.tools.mcp import tools as mcp_tools
+from workflows.tools.mcp.servers import McpServer, load_servers
+from workflows.tools.mcp.sources import McpHub
 
 
 @pytest.fixture(autouse=True)
@@ -185,7 +186,7 @@ async def test_http_servers_get_their_headers_and_a_failing_server_says_why(capl
         assert unavailable["locked.*"].startswith("MCP server locked (127.0.0.1:")
         assert "401" in unavailable["locked.*"]
         assert unavailable["gone.*"].startswith("MCP server gone (/nonexistent/mcp-server) failed")
-        logged = [r.getMessage() for r in caplog.records if r.name == "workflows.tools.mcp"]
+        logged = [r.getMessage() for r in caplog.records if r.name == "workflows.tools.mcp.sources"]
         assert unavailable["gone.*"] in logged and unavailable["locked.*"] in logged
         assert not any("TaskGroup" in line for line in logged)
 
@@ -275,7 +276,7 @@ PUBLIC = "93.184.215.14"
 async def test_a_users_server_named_by_host_is_pinned_to_its_checked_address():
     """Resolved once: every address must be public, and the first one is what the connection
     uses; the operator's servers, allowed hosts and literal addresses are not pinned."""
-    from workflows.tools.mcp_http import check_address
+    from workflows.tools.mcp.transport import check_address
 
     lookups: list[str] = []
 
@@ -304,7 +305,7 @@ async def test_a_pinned_transport_sends_to_the_address_and_keeps_the_name():
     name (the certificate is checked against it); another host is refused."""
     import httpx2
 
-    from workflows.tools.mcp_http import PinnedTransport
+    from workflows.tools.mcp.transport import PinnedTransport
 
     seen: list[httpx2.Request] = []
 
@@ -327,7 +328,7 @@ async def test_a_users_server_is_listed_and_called_over_the_pinned_address(monke
     """A name the system cannot resolve, answered once by the run's resolver: the listing and
     the tool call both reach the server, so no second lookup happened on the way (a second
     lookup would have failed). Loopback stands in for a public address here."""
-    from workflows.tools import mcp_http
+    from workflows.tools.mcp import transport as mcp_http
 
     monkeypatch.setattr(mcp_http, "non_public_reason", lambda address: None)
     lookups: list[str] = []
@@ -351,8 +352,8 @@ async def test_a_users_server_is_listed_and_called_over_the_pinned_address(monke
 async def test_the_operators_allow_list_means_the_same_to_mcp_as_to_the_fetcher():
     """POWERON_FETCH_ALLOW_HOSTS: `host:port` allows that origin alone, a bare host every port
     of it, for a user's MCP server as for the fetcher (decided before any connection)."""
-    from workflows.tools.addresses import is_allowed
-    from workflows.tools.mcp_http import ServerUnavailable, check_address
+    from workflows.tools.mcp.transport import ServerUnavailable, check_address
+    from workflows.tools.web.addresses import is_allowed
 
     assert is_allowed("127.0.0.1", 8731, ["127.0.0.1:8731"])
     assert not is_allowed("127.0.0.1", 5432, ["127.0.0.1:8731"])

@@ -7,11 +7,11 @@ import pytest
 
 from tests.engine.conftest import collect, make_state, of, params, select, stop, taskplan
 from tests.support.mcp_servers import stdio_command
-from workflows.engine.ranking import SEARCH_ACTION, task_view
+from workflows.engine.prompting.ranking import SEARCH_ACTION, task_view
 from workflows.engine.testing import FakeToolExecutor, ScriptedLLM, fake_tools
-from workflows.tools import mcp
-from workflows.tools.mcp import McpHub
-from workflows.tools.mcp_servers import McpServer
+from workflows.tools.mcp import sources as mcp
+from workflows.tools.mcp.servers import McpServer
+from workflows.tools.mcp.sources import McpHub
 
 
 @pytest.fixture(autouse=True)

@@ -8,11 +8,11 @@ import pytest
 from pydantic import ValidationError
 
 from tests.tools._documents_helpers import context, make_pdf
-from workflows.engine.contracts import InvalidModelOutput, catalog_line
-from workflows.engine.demo import DemoLLM
+from workflows.engine.demo.policy import DemoLLM
+from workflows.engine.records.protocols import InvalidModelOutput, catalog_line
 from workflows.engine.testing import ScriptedLLM
-from workflows.tools.mapreduce import chunk_text
-from workflows.tools.process import AiProcess, AiProcessParameters
+from workflows.tools.documents.mapreduce import chunk_text
+from workflows.tools.documents.process import AiProcess, AiProcessParameters
 
 FENCE = "<<<UNTRUSTED DATA from"
 END = "<<<END UNTRUSTED DATA>>>"

@@ -8,12 +8,12 @@ import pytest
 from pydantic import BaseModel
 
 from tests.tools._documents_helpers import context, make_pdf, pdf_text
-from workflows.engine.contracts import ActionContext, result_label
+from workflows.engine.records.protocols import ActionContext, result_label
 from workflows.engine.testing import ScriptedLLM
 from workflows.tools import ToolRegistry
-from workflows.tools.documents import DocumentExtractParameters
-from workflows.tools.process import AiProcessParameters
-from workflows.tools.report import DocumentGenerateReportParameters
+from workflows.tools.documents.actions import DocumentExtractParameters
+from workflows.tools.documents.process import AiProcessParameters
+from workflows.tools.documents.report import DocumentGenerateReportParameters
 
 ALL = [
     "web.search",

@@ -9,11 +9,11 @@ import pytest
 from pypdf import PdfReader
 
 from tests.tools._documents_helpers import context, make_pdf, pdf_text
-from workflows.engine.contracts import DocumentRef, ModelUnavailable
-from workflows.engine.demo import DemoLLM
+from workflows.engine.demo.policy import DemoLLM
+from workflows.engine.records.protocols import DocumentRef, ModelUnavailable
 from workflows.engine.testing import MemoryStore, ScriptedLLM
-from workflows.tools.pdf import core_safe, markdown_to_pdf
-from workflows.tools.report import (
+from workflows.tools.documents.pdf import core_safe, markdown_to_pdf
+from workflows.tools.documents.report import (
     DocumentGenerateReport,
     DocumentGenerateReportParameters,
     file_stem,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tests.support.fake_search import FakeTavily, Hit
-from workflows.tools import enrich
-from workflows.tools.fetch import SafeFetcher
-from workflows.tools.search import SearchError, SearchParameters, web_search
-from workflows.tools.settings import ToolSettings
+from workflows.tools.web import enrich
+from workflows.tools.web.fetch import SafeFetcher
+from workflows.tools.web.search import SearchError, SearchParameters, web_search
+from workflows.tools.web.settings import ToolSettings
 
 
 def tavily_settings(provider, **extra) -> ToolSettings:

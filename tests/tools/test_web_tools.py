@@ -8,9 +8,9 @@ import json
 import pytest
 
 from tests.support.fake_search import FakeSearxng, FakeTavily, Hit, site_hits
-from workflows.engine.contracts import ActionContext, DocumentRef, catalog_line
+from workflows.engine.records.protocols import ActionContext, DocumentRef, catalog_line
 from workflows.engine.testing import MemoryStore, ScriptedLLM
-from workflows.tools.web import WebCrawl, WebScrape, WebSearch
+from workflows.tools.web.actions import WebCrawl, WebScrape, WebSearch
 
 
 @pytest.fixture
@@ -262,7 +262,7 @@ async def test_scrape_refuses_a_result_whose_name_resolves_privately(
         lookups.append(host)
         return ["10.1.2.3"]
 
-    monkeypatch.setattr("workflows.tools.fetch.system_resolve", fake_system_resolve)
+    monkeypatch.setattr("workflows.tools.web.fetch.system_resolve", fake_system_resolve)
     hits = [Hit("http://intranet.corp.example/wiki"), Hit("/a")]
     with FakeTavily(website.url, hits) as provider:
         ctx = make_ctx(provider, tavily_api_key="tvly-test-key")

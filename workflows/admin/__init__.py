@@ -15,7 +15,7 @@ from django.shortcuts import redirect
 from django.urls import path
 
 from workflows import pricing, selectors
-from workflows.engine.demo import DEMO_LABEL
+from workflows.engine.demo.policy import DEMO_LABEL
 from workflows.execution import durable
 from workflows.forms import CONNECTION_KINDS, McpChecks, kept_secret_retargeted
 from workflows.models import (
@@ -150,7 +150,7 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
         from asgiref.sync import async_to_sync
 
         from workflows import services
-        from workflows.live import broadcast
+        from workflows.events import broadcast
 
         pk = obj.pk  # deleting sets obj.pk to None
         services.workflow_delete(workflow=obj)
@@ -354,7 +354,7 @@ class StepRecordAdmin(SecretSafeAdmin):
         return event_duration(event) or "0 ms"
 
 
-class ConnectionForm(McpChecks, forms.ModelForm):
+class ConnectionAdminForm(McpChecks, forms.ModelForm):
     """Secrets are write-only: the field never renders the stored value. An MCP server is
     checked as on the user's Connections page (its label, its public URL)."""
 
@@ -395,7 +395,7 @@ class ConnectionForm(McpChecks, forms.ModelForm):
 
 @admin.register(Connection)
 class ConnectionAdmin(SecretSafeAdmin):
-    form = ConnectionForm
+    form = ConnectionAdminForm
     list_display = ("label", "kind", "url", "owner", "created")
     list_filter = ("kind",)
     search_fields = ("label", "url", "owner__username")

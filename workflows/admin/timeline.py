@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from workflows import pricing
-from workflows.engine.demo import DEMO_LABEL
+from workflows.engine.demo.policy import DEMO_LABEL
 from workflows.models import ChatDocument, ChatMessage, ChatWorkflow, WorkflowEvent
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from workflows.contract import EVENT_TYPES, ROUTING_FIELDS, any_event
+from workflows.events.contract import EVENT_TYPES, ROUTING_FIELDS, any_event
 
 PATH = "/api/v1/events.schema.json"
 MEDIA_TYPE = "application/schema+json"

@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from workflows.engine.state import Mode
-from workflows.live import commands
+from workflows.engine.records.state import Mode
+from workflows.execution import commands
 
 BIGINT = 2**63 - 1
 """The largest id a row can have."""

@@ -8,7 +8,7 @@ from typing import Any
 from django.urls import reverse
 
 from workflows import selectors
-from workflows.contract import Envelope
+from workflows.events.contract import Envelope
 from workflows.models import ChatDocument, ChatMessage, ChatWorkflow, WorkflowEvent
 from workflows.services import PENDING_UPLOAD_LABEL
 

@@ -14,7 +14,9 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ValidationError
 
-from .contracts import (
+from workflows.engine.model.formats import ASKED, split_answer
+from workflows.engine.model.jsonstream import FieldStream, TailStream
+from workflows.engine.records.protocols import (
     ActionContext,
     ActionResult,
     AnswerSink,
@@ -30,8 +32,6 @@ from .contracts import (
     WebFinding,
     describe_error,
 )
-from .formats import ASKED, split_answer
-from .jsonstream import FieldStream, TailStream
 
 Reply = str | dict[str, Any] | BaseModel | BaseException | Callable[[Sequence[Message]], Any]
 

@@ -21,8 +21,8 @@ from dbos import DBOS
 from pydantic import BaseModel
 
 from workflows import services
-from workflows.engine.actions import MeteredLLM
-from workflows.engine.contracts import (
+from workflows.engine.loop.actions import MeteredLLM
+from workflows.engine.records.protocols import (
     LLM,
     ActionContext,
     ActionResult,

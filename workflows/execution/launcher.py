@@ -19,8 +19,8 @@ from dbos import DBOS
 from django.conf import settings
 
 from workflows import selectors, services
-from workflows.contract import Envelope, RunEvent
-from workflows.live import broadcast
+from workflows.events import broadcast
+from workflows.events.contract import Envelope, RunEvent
 from workflows.models import ChatWorkflow
 
 from . import durable, recording, runner, settle

@@ -10,9 +10,9 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from workflows import pricing
-from workflows.engine.contracts import LLM
-from workflows.engine.money import Prices
-from workflows.tools.addresses import literal_reason
+from workflows.engine.model.money import Prices
+from workflows.engine.records.protocols import LLM
+from workflows.tools.web.addresses import literal_reason
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +38,9 @@ def build_llm() -> LLM:
     set), or the offline demo model. Call it in the event loop the run uses: every run of the
     loop shares one HTTP client per server (its connections stay open between runs; it is
     never closed by a run)."""
-    from workflows.engine.demo import DemoLLM
-    from workflows.engine.llm import OpenAICompatibleLLM
-    from workflows.engine.staged import StagedLLM
+    from workflows.engine.demo.policy import DemoLLM
+    from workflows.engine.model.llm import OpenAICompatibleLLM
+    from workflows.engine.model.staged import StagedLLM
 
     if not model_configured():
         return DemoLLM(delay_ms=settings.POWERON_DEMO_DELAY_MS)

@@ -14,10 +14,10 @@ from decimal import Decimal
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
-from workflows import event_log
-from workflows.contract import FINAL_STATUSES, Envelope, NoticeEvent, payload_of
-from workflows.engine.events import BaseEvent, MessageEvent, UsageEvent
-from workflows.engine.money import Cost
+from workflows.engine.model.money import Cost
+from workflows.engine.records.events import BaseEvent, MessageEvent, UsageEvent
+from workflows.events import log as event_log
+from workflows.events.contract import FINAL_STATUSES, Envelope, NoticeEvent, payload_of
 from workflows.models import ChatDocument, ChatMessage, ChatWorkflow, WorkflowEvent
 
 Pending = tuple[BaseEvent, int | None]

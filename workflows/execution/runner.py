@@ -25,11 +25,17 @@ from django.conf import settings
 from django.utils import timezone
 
 from workflows import selectors
-from workflows.contract import Envelope, RunEvent
-from workflows.engine.events import BaseEvent, DeltaEvent, ErrorEvent, RoundEvent, StatusEvent
-from workflows.engine.round import run_round
-from workflows.engine.state import RoundState
-from workflows.live import broadcast
+from workflows.engine.loop.round import run_round
+from workflows.engine.records.events import (
+    BaseEvent,
+    DeltaEvent,
+    ErrorEvent,
+    RoundEvent,
+    StatusEvent,
+)
+from workflows.engine.records.state import RoundState
+from workflows.events import broadcast
+from workflows.events.contract import Envelope, RunEvent
 from workflows.models import ChatMessage, ChatWorkflow
 
 from . import durable, recording, settle, setup

@@ -15,9 +15,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from workflows.contract import FINAL_STATUSES, Envelope, RunEvent
-from workflows.engine.closing import OpenWork
-from workflows.engine.events import DocumentEvent, RoundEvent
+from workflows.engine.loop.closing import OpenWork
+from workflows.engine.records.events import DocumentEvent, RoundEvent
+from workflows.events.contract import FINAL_STATUSES, Envelope, RunEvent
 from workflows.models import ChatWorkflow
 
 from . import durable, recording

@@ -13,13 +13,15 @@ from django.conf import settings
 from django.utils import timezone
 
 from workflows import pricing, selectors
-from workflows.engine import warming
-from workflows.engine.contracts import LLM, ToolExecutor
-from workflows.engine.money import Prices
-from workflows.engine.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
+from workflows.engine.model import warming
+from workflows.engine.model.money import Prices
+from workflows.engine.records.protocols import LLM, ToolExecutor
+from workflows.engine.records.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
 from workflows.models import ChatMessage, ChatWorkflow, default_max_steps
-from workflows.tools import isolation, mcp, mcp_tools
-from workflows.tools.mcp_servers import McpServer, load_servers, servers_for, user_server
+from workflows.tools.documents import isolation
+from workflows.tools.mcp import sources as mcp
+from workflows.tools.mcp import tools as mcp_tools
+from workflows.tools.mcp.servers import McpServer, load_servers, servers_for, user_server
 
 from .llm_setup import build_llm, call_schemas, close_llm, model_prices, small_model
 from .llm_setup import model_advice as model_advice  # re-exported: callers know these here
@@ -49,8 +51,8 @@ def preload() -> None:
     """Import what every round needs, the model client among it, compile the templates
     its events are rendered with, and read the model's price, so the first round does not
     (the rare parsers of a few tools stay imported where they are used)."""
-    from workflows.engine import llm, round  # noqa: F401
-    from workflows.live import rendering
+    from workflows.engine.model import llm  # noqa: F401
+    from workflows.events import rendering
     from workflows.tools import registry  # noqa: F401
 
     rendering.preload()

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from workflows.tools import mcp, mcp_tools
-from workflows.tools.mcp_servers import McpServer, server_name
+from workflows.tools.mcp import sources as mcp
+from workflows.tools.mcp import tools as mcp_tools
+from workflows.tools.mcp.servers import McpServer, server_name
 
 from .setup import mcp_servers, site_mcp_servers, tool_settings
 

@@ -22,10 +22,11 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from pydantic import ValidationError
 
-from workflows.contract import Envelope, NoticeEvent
+from workflows.events import broadcast
+from workflows.events.contract import Envelope, NoticeEvent
+from workflows.execution import commands
 from workflows.models import ChatWorkflow
 
-from . import broadcast, commands
 from .follow import Follower, Frame, stored_last_seq
 
 logger = logging.getLogger(__name__)

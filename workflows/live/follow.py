@@ -24,11 +24,10 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from workflows import selectors
-from workflows.contract import Envelope
+from workflows.events import broadcast
+from workflows.events.contract import Envelope
+from workflows.events.rendering import render_event
 from workflows.models import ChatWorkflow
-
-from . import broadcast
-from .rendering import render_event
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from django.utils.html import json_script
 from django.utils.safestring import SafeString
 
 from workflows.markdown import page_sanitizer_config
-from workflows.tools.extract import EMPTY, UNREADABLE, accept_attribute, readable_types
+from workflows.tools.documents.parse import EMPTY, UNREADABLE, accept_attribute, readable_types
 
 register = template.Library()
 

@@ -8,8 +8,8 @@ from typing import Any
 from django import template
 
 from workflows import pricing
-from workflows.engine.demo import DEMO_LABEL
-from workflows.engine.money import Cost
+from workflows.engine.demo.policy import DEMO_LABEL
+from workflows.engine.model.money import Cost
 from workflows.execution import setup
 from workflows.models import ChatWorkflow
 

@@ -1,9 +1,10 @@
 """The action catalog: web.search/scrape/crawl, ai.process, document.extract/generateReport."""
 
-from .documents import DocumentExtract, DocumentGenerateReport
-from .process import AiProcess
+from workflows.tools.documents.actions import DocumentExtract, DocumentGenerateReport
+from workflows.tools.documents.process import AiProcess
+from workflows.tools.web.actions import WebCrawl, WebScrape, WebSearch
+
 from .registry import CATALOG, ToolRegistry, search_unavailable
-from .web import WebCrawl, WebScrape, WebSearch
 
 __all__ = [
     "CATALOG",

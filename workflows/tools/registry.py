@@ -11,12 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from workflows.engine.contracts import ActionContext, ActionResult, Tool, catalog_line
-
-from .documents import DocumentExtract, DocumentGenerateReport
-from .process import AiProcess
-from .settings import ToolSettings
-from .web import WebCrawl, WebScrape, WebSearch
+from workflows.engine.records.protocols import ActionContext, ActionResult, Tool, catalog_line
+from workflows.tools.documents.actions import DocumentExtract, DocumentGenerateReport
+from workflows.tools.documents.process import AiProcess
+from workflows.tools.web.actions import WebCrawl, WebScrape, WebSearch
+from workflows.tools.web.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workflows.contract import RunEvent
-from workflows.engine.events import (
+from workflows.engine.records.events import (
     ApprovalEvent,
     AskEvent,
     DeltaEvent,
     MessageEvent,
     UsageEvent,
 )
+from workflows.events.contract import RunEvent
 from workflows.live.follow import Frame
 
 REWRITTEN = "\n\n---\n\n*The answer was written again:*\n\n"

@@ -20,9 +20,9 @@ from ninja import Router
 from workflows import selectors, services
 from workflows.api.auth import BearerToken, caller
 from workflows.api.schemas import readable
-from workflows.engine.state import MODES
+from workflows.engine.records.state import MODES
 from workflows.execution import launcher
-from workflows.live import commands
+from workflows.execution import commands
 from workflows.live.follow import Feed, FeedEnded
 from workflows.models import ChatWorkflow
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.engine.state import MODES
+from workflows.engine.records.state import MODES
 
 
 class Lenient(BaseModel):

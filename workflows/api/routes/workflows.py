@@ -25,8 +25,8 @@ from workflows.api.schemas import (
     WorkflowRenameIn,
     readable,
 )
+from workflows.events import broadcast
 from workflows.forms import WorkflowCreateForm
-from workflows.live import broadcast
 
 router = Router(tags=["workflows"])
 

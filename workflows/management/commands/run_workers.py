@@ -17,8 +17,8 @@ from dbos import DBOS
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from workflows.events import broadcast
 from workflows.execution import durable, launcher, runner, settle, setup
-from workflows.live import broadcast
 
 logger = logging.getLogger(__name__)
 

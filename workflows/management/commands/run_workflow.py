@@ -22,7 +22,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from workflows import services
-from workflows.contract import Envelope
+from workflows.events.contract import Envelope
 from workflows.execution import durable, launcher, settle, setup
 from workflows.execution.checkpoints import question_topic
 from workflows.execution.runner import OBSERVERS, start

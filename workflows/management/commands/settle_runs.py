@@ -3,8 +3,8 @@
 from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand
 
+from workflows.events import broadcast
 from workflows.execution import settle
-from workflows.live import broadcast
 
 
 class Command(BaseCommand):

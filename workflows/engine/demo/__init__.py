@@ -1,0 +1,1 @@
+"""The demo model: a deterministic offline policy that speaks the LLM protocol."""

@@ -1,0 +1,285 @@
+"""Running one action: Stage 2 parameter checks, approval, the tool, documents, observation."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from workflows.engine.loop.core import Out, Rejected, RoundContext, Step, StepTrace, TaskState
+from workflows.engine.loop.defaults import DefaultsContext, apply_defaults
+from workflows.engine.loop.guards import UnsafeParameter, needs_approval, sanitize_parameters
+from workflows.engine.loop.observe import build_observation, render_observation_markdown, summarize
+from workflows.engine.records.events import (
+    ApprovalEvent,
+    DocumentEvent,
+    ErrorEvent,
+    Event,
+    MessageEvent,
+    ObserveEvent,
+)
+from workflows.engine.records.protocols import (
+    ActionContext,
+    ActionResult,
+    AnswerSink,
+    Completion,
+    Message,
+    ReferenceNotFound,
+    T,
+    TextCompletion,
+    Tool,
+    Usage,
+    resolve_references,
+    result_label,
+)
+from workflows.engine.records.schemas import FORBIDDEN_PARAMETER_NAMES, Observation
+from workflows.engine.records.state import HistoryEntry
+
+
+def find_tool(ctx: RoundContext, name: str) -> Tool | None:
+    """The tool called `name`, if the executor has it."""
+    return next((tool for tool in ctx.tools.tools() if tool.name == name), None)
+
+
+def own_connection(ctx: RoundContext, name: str) -> str | None:
+    """The user's connection an action works with when Stage 1 named none (their own Tavily
+    key for web.search): the first of the tool's kind, if they have one."""
+    tool = find_tool(ctx, name)
+    kind = getattr(tool, "connection_kind", None)
+    return next((c.label for c in ctx.state.connections if kind and c.kind == kind), None)
+
+
+@dataclass
+class Prepared:
+    """Stage 2 output made ready to run: validated, defaulted, sanitised."""
+
+    params: BaseModel
+    values: dict[str, Any]
+    applied: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+
+
+def prepare_parameters(tool: Tool, raw: dict[str, Any], ctx: DefaultsContext) -> Prepared:
+    """Validate Stage 2 values against the tool's real model; raise Rejected or ValueError."""
+    forbidden = sorted(FORBIDDEN_PARAMETER_NAMES & raw.keys())
+    if forbidden:
+        raise Rejected(
+            f"parameters must not include {', '.join(forbidden)}: business parameters only",
+            kind="validation",
+        )
+    known = tool.Parameters.model_fields
+    dropped = [name for name in raw if name not in known]
+    values, applied = apply_defaults(
+        tool.Parameters, {k: v for k, v in raw.items() if k in known}, ctx
+    )
+    try:
+        values = sanitize_parameters(values)
+    except UnsafeParameter as error:
+        raise Rejected(str(error), kind="validation") from error
+    params = tool.Parameters.model_validate(values)
+    return Prepared(params, values, applied, dropped)
+
+
+def task_text(ctx: RoundContext, task: TaskState, objective: str = "") -> str:
+    """What defaults are derived from: the objectives, criteria and user prompt."""
+    return " ".join([objective, task.item.objective, *task.item.successCriteria, ctx.state.prompt])
+
+
+class MeteredLLM:
+    """The round's model as tools see it: their calls are counted against the budget."""
+
+    def __init__(self, llm: Any) -> None:
+        self._llm = llm
+        self.label: str = llm.label
+        self.usages: list[Usage] = []
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        output: type[T],
+        kind: str,
+        key: str = "",
+        on_answer: AnswerSink | None = None,
+    ) -> Completion[T]:
+        """Delegate and count (a tool's calls stream nothing: `key` is not passed on)."""
+        completion: Completion[T] = await self._llm.complete(messages, output=output, kind=kind)
+        self.usages.append(completion.usage)
+        return completion
+
+    async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:
+        """Delegate and count."""
+        completion: TextCompletion = await self._llm.complete_text(messages, kind=kind)
+        self.usages.append(completion.usage)
+        return completion
+
+    async def stream_text(
+        self, messages: Sequence[Message], *, kind: str, key: str = ""
+    ) -> AsyncIterator[str | Usage]:
+        """Delegate and count."""
+        async for item in self._llm.stream_text(messages, kind=kind, key=key):
+            if isinstance(item, Usage):
+                self.usages.append(item)
+            yield item
+
+
+@dataclass
+class ActionCall:
+    """One action to run, whichever mode chose it."""
+
+    name: str
+    objective: str
+    references: list[str]
+    connection: str | None
+    prepared: Prepared
+    learnings: list[str] = field(default_factory=list)
+    label: str | None = None
+    """The result label suffix; None lets the tool choose it."""
+
+
+async def execute_action(
+    ctx: RoundContext, step: Step, call: ActionCall, out: Out[Observation]
+) -> AsyncIterator[Event]:
+    """Approve, run, store documents, observe, and record the action's message."""
+    where = step.position()
+    label = result_label(ctx.round, step.task.number, step.action, "results")
+    params = call.prepared.values
+    try:  # before any approval: the user approves the documents it will really read
+        documents = resolve_references(call.references, ctx.store.index())
+    except ReferenceNotFound as error:
+        yield ErrorEvent(**where, kind="reference", message=str(error))
+        out.value = build_observation(
+            ActionResult(success=False, error=str(error)), label, ctx.state.caps
+        )
+        async for event in record_step(ctx, step, call, out.value, status="failed"):
+            yield event
+        return
+    connection = call.connection or own_connection(ctx, call.name)
+    if needs_approval(ctx.state.policy, call.name):
+        asked = ApprovalEvent(
+            **where,
+            method=call.name,
+            parameters=params,
+            status="waiting",
+            documents=documents,
+            connection=connection,
+        )
+        yield asked
+        answer = ctx.controls.approve(
+            action=call.name,
+            parameters=params,
+            task=step.task.number,
+            step=step.action,
+            timeout=ctx.budget.remaining_seconds(),
+        )
+        approved = await ctx.wait_for_user(answer)
+        decided = {True: "approved", False: "rejected", None: "cancelled"}[approved]
+        yield asked.model_copy(update={"status": decided})
+        if not approved:
+            reason = (
+                f"{call.name} was rejected by the user."
+                if approved is False
+                else f"{call.name} was not run: nobody approved it in time."
+            )
+            yield ErrorEvent(**where, kind="rejected", message=reason)
+            result = ActionResult(success=False, error=reason)
+            out.value = build_observation(result, label, ctx.state.caps)
+            status = "rejected" if approved is False else "stopped"
+            async for event in record_step(ctx, step, call, out.value, status=status):
+                yield event
+            return
+    metered = MeteredLLM(ctx.llm)
+    action_ctx = ActionContext(
+        documents=documents,
+        store=ctx.store,
+        llm=metered,
+        language=ctx.state.language,
+        connection_secret=ctx.controls.resolve_connection(connection) if connection else None,
+        objective=call.objective,
+    )
+    started = ctx.clock()
+    try:
+        result = await ctx.tools.execute(call.name, call.prepared.params, action_ctx)
+    except Exception as error:  # a tool bug must not end the round; CancelledError passes
+        result = ActionResult(success=False, error=f"{type(error).__name__}: {error}")
+    duration = int((ctx.clock() - started) * 1000)
+    for usage in result.usage or metered.usages:
+        yield ctx.usage(usage, task=step.task.number, action=step.action)
+    if not result.success:
+        yield ErrorEvent(**where, kind="tool", message=f"{call.name}: {result.error or 'failed'}")
+    label = result_label(ctx.round, step.task.number, step.action, call.label or result.label)
+    for document in result.documents:
+        ref = await ctx.store.save(
+            document, label=label, round=ctx.round, task=step.task.number, action=step.action
+        )
+        yield DocumentEvent(**where, document=ref)
+    out.value = build_observation(result, label, ctx.state.caps)
+    yield ObserveEvent(**where, observation=out.value, durationMs=duration)
+    status = "success" if result.success else "failed"
+    async for event in record_step(ctx, step, call, out.value, status=status):
+        yield event
+
+
+async def record_step(
+    ctx: RoundContext,
+    step: Step,
+    call: ActionCall | None,
+    observation: Observation,
+    *,
+    status: str,
+    name: str = "",
+) -> AsyncIterator[Event]:
+    """Emit the action's complete message (with its summary) and remember the step."""
+    name = call.name if call else name
+    objective = call.objective if call else ""
+    learnings = call.learnings if call else []
+    summary = summarize(name, observation)
+    documents = [
+        ref
+        for ref in ctx.store.index()
+        if ref.label == observation.resultLabel and observation.documentsCount
+    ]
+    refs = [f"docItem:{ref.id}:{ref.name}" for ref in documents]
+    label = observation.resultLabel if refs else ""
+    method, _, action_name = name.partition(".")
+    step.status, step.method = status, name
+    task = step.task
+    yield MessageEvent(
+        **step.position(),
+        key=f"round{ctx.round}_task{task.number}_action{step.action}",
+        role="action",
+        content=render_observation_markdown(name, objective, observation),
+        summary=summary,
+        documentsLabel=label,
+        documents=documents,
+        success=observation.success,
+        learnings=learnings,
+        notes=observation.notes,
+        method=method,
+        name=action_name,
+        status=status,
+    )
+    ctx.entries.append(
+        HistoryEntry(
+            role="action",
+            round=ctx.round,
+            task=task.number,
+            action=step.action,
+            method=name,
+            summary=summary,
+            documents_label=label,
+            documents=[f"docList:{label}", *refs] if label else [],
+            notes=observation.notes,
+            learnings=learnings,
+            success=observation.success,
+        )
+    )
+    task.steps.append(StepTrace(step.action, name, objective, observation, summary, step.number))
+
+
+def failed_observation(ctx: RoundContext, step: Step, reason: str) -> Observation:
+    """The observation of a step that never ran."""
+    label = result_label(ctx.round, step.task.number, step.action, "results")
+    return Observation(success=False, resultLabel=label, error=reason[:600])

@@ -1,0 +1,142 @@
+"""The streaming contract, whole: every event a viewer can receive, typed, in one envelope.
+
+The engine's events (`engine.events`) and the host's own (a run's status, notices for one
+socket) form one discriminated union. Every event is validated where it is built and again
+where it is read back, so an undeclared field or an unknown type fails loudly. The JSON a
+client receives and the HTML fragment the page receives are two renderings of one Envelope.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from workflows.engine.records.events import ENGINE_EVENTS, BaseEvent
+
+ROUTING_FIELDS = frozenset({"type", "round", "task", "action"})
+"""Envelope fields; everything else of an event is its payload."""
+
+FINAL_STATUSES = ("completed", "failed", "stopped")
+
+
+class RunEvent(BaseEvent):
+    """The run's status as the host sees it. A final one (completed, failed, stopped) is the
+    last event of every run, however it ended. Before that: queued (waiting for a worker,
+    also when handed back), running (a worker took it, or it resumed after an interruption),
+    stopping (while a stop takes effect)."""
+
+    type: Literal["run"] = "run"
+    status: Literal["queued", "running", "stopping", "completed", "failed", "stopped"]
+    reason: str = ""
+
+    @property
+    def final(self) -> bool:
+        """Whether the run has ended."""
+        return self.status in FINAL_STATUSES
+
+
+class NoticeEvent(BaseEvent):
+    """A message for one socket only (a refused command, a confirmation): never stored."""
+
+    type: Literal["notice"] = "notice"
+    level: Literal["info", "error"]
+    text: str
+
+
+class FeedbackEvent(BaseEvent):
+    """The user rated an answer; the latest rating of a message is the one that counts, and
+    a reloaded page shows it again."""
+
+    type: Literal["feedback"] = "feedback"
+    messageId: int
+    rating: Literal[1, -1]
+    comment: str = ""
+
+
+class TitleEvent(BaseEvent):
+    """The user renamed the workflow: every open page, and every later replay, ends with the
+    title chosen last (a user message's `title` only names a workflow that had none)."""
+
+    type: Literal["title"] = "title"
+    title: str
+
+
+HOST_EVENTS: tuple[type[BaseEvent], ...] = (RunEvent, NoticeEvent, FeedbackEvent, TitleEvent)
+
+AnyEvent = Annotated[
+    Union[*ENGINE_EVENTS, *HOST_EVENTS],  # type: ignore[valid-type]  # noqa: UP007
+    Field(discriminator="type"),
+]
+any_event: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+
+EVENT_TYPES: tuple[str, ...] = tuple(
+    model.model_fields["type"].default for model in (*ENGINE_EVENTS, *HOST_EVENTS)
+)
+
+
+class Envelope(BaseModel):
+    """One event as stored and sent: its workflow, its seq and time, and the typed event."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    workflow: int
+    seq: int | None
+    """Per-workflow and increasing; None for what is never stored (live deltas, notices)."""
+    at: datetime | None = None
+    event: AnyEvent
+
+    @property
+    def type(self) -> str:
+        """The event's type."""
+        return str(self.event.type)
+
+    @property
+    def final(self) -> bool:
+        """Whether this is a run's final status."""
+        return isinstance(self.event, RunEvent) and self.event.final
+
+    def as_json(self) -> dict[str, Any]:
+        """The public JSON shape: `{workflow, seq, type, round, task, action, payload, at}`."""
+        event = self.event
+        return {
+            "workflow": self.workflow,
+            "seq": self.seq,
+            "type": event.type,
+            "round": event.round,
+            "task": event.task,
+            "action": event.action,
+            "payload": payload_of(event),
+            "at": self.at.isoformat() if self.at else None,
+        }
+
+    @classmethod
+    def from_row(cls, row: Any) -> Envelope:
+        """A stored event (a WorkflowEvent row), validated back into its typed envelope."""
+        event = event_from(row.type, row.payload, round=row.round, task=row.task, action=row.action)
+        return cls(workflow=row.workflow_id, seq=row.seq, at=row.created, event=event)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Envelope:
+        """Validate the public JSON shape back into a typed envelope."""
+        event = event_from(
+            data["type"],
+            data.get("payload") or {},
+            round=data.get("round", 0),
+            task=data.get("task", 0),
+            action=data.get("action", 0),
+        )
+        return cls(workflow=data["workflow"], seq=data.get("seq"), at=data.get("at"), event=event)
+
+
+def payload_of(event: BaseEvent) -> dict[str, Any]:
+    """An event's own fields as JSON (what is stored as the payload)."""
+    return event.model_dump(mode="json", exclude=set(ROUTING_FIELDS))
+
+
+def event_from(type: str, payload: dict[str, Any], *, round: int, task: int, action: int) -> Any:
+    """The typed event from its stored parts; raises ValidationError on anything undeclared."""
+    return any_event.validate_python(
+        {**payload, "type": type, "round": round, "task": task, "action": action}
+    )
