@@ -111,7 +111,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "workflows",
-    "workflows.agui",
     "axes",
 ]
 
