@@ -111,6 +111,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "workflows",
+    "workflows.agui",
     "axes",
 ]
 
