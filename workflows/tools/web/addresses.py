@@ -22,24 +22,56 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 # What inet_aton accepts besides dotted quads: 2130706433, 0177.0.0.1, 0x7f.1, 127.1.
 _NUMERIC_HOST = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}$", re.I)
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
-# Ranges Python counts as private although no network uses them as one: said for what they are.
+
+
+def _nets(*cidrs: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    return [ipaddress.ip_network(cidr) for cidr in cidrs]
+
+
+# The special-purpose registries (IANA, RFC 6890 and later), written out here rather than read
+# from the running Python's `ipaddress` tables, which differ between versions (3.11 counts
+# site-local fec0::/10 and 192.0.0.9 as global). Checked in order, before Python's own flags.
 _SPECIAL_PURPOSE = [
+    (_nets("0.0.0.0/8", "::/128"), "the unspecified address or this network"),
+    (_nets("127.0.0.0/8", "::1/128"), "a loopback address of this machine"),
     (
-        [
-            ipaddress.ip_network(n)
-            for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
-        ],
-        "an address reserved for documentation and examples (RFC 5737, RFC 3849)",
+        _nets("169.254.0.0/16", "fe80::/10"),
+        "a link-local address (such as a cloud metadata service)",
+    ),
+    (_nets("224.0.0.0/4", "ff00::/8"), "a multicast address"),
+    (
+        _nets("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32", "3fff::/20"),
+        "an address reserved for documentation and examples (RFC 5737, RFC 3849, RFC 9637)",
     ),
     (
-        [ipaddress.ip_network(n) for n in ("198.18.0.0/15", "2001:2::/48")],
+        _nets("198.18.0.0/15", "2001:2::/48"),
         "an address reserved for benchmarking (RFC 2544, RFC 5180)",
     ),
+    (_nets("100.64.0.0/10"), "a carrier-grade NAT address (RFC 6598)"),
     (
-        [ipaddress.ip_network("100.64.0.0/10")],
-        "a carrier-grade NAT address (RFC 6598)",
+        _nets("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"),
+        "a private network address",
+    ),
+    (_nets("fec0::/10"), "a site-local address (RFC 3879: deprecated, private in use)"),
+    (
+        _nets("192.0.0.0/24", "2001::/23"),
+        "an address of the IETF's protocol assignments (RFC 6890)",
+    ),
+    (
+        _nets(
+            "192.88.99.0/24",  # the old 6to4 relays (RFC 7526)
+            "240.0.0.0/4",
+            "255.255.255.255/32",
+            "64:ff9b:1::/48",  # local IPv4/IPv6 translation (RFC 8215)
+            "100::/64",  # discard-only (RFC 6666)
+            "5f00::/16",  # SRv6 segment identifiers (RFC 9602)
+            "::/8",  # IPv4-compatible and other reserved forms (mapped ones are unwrapped first)
+        ),
+        "a reserved address",
     ),
 ]
+_GLOBAL_UNICAST_V6 = ipaddress.ip_network("2000::/3")
+"""The only IPv6 addresses given out on the internet; everything else is reserved."""
 
 
 class AddressRefused(ValueError):
@@ -146,22 +178,21 @@ def non_public_reason(address: IPAddress) -> str | None:
             embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
         if embedded is not None:
             return non_public_reason(embedded)
-    if address.is_unspecified:
-        return "the unspecified address"
+    for networks, reason in _SPECIAL_PURPOSE:
+        if any(address.version == network.version and address in network for network in networks):
+            return reason
+    if isinstance(address, ipaddress.IPv6Address) and address not in _GLOBAL_UNICAST_V6:
+        return "a reserved address"
+    # Python's own tables as well: whatever they call non-public stays refused.
     if address.is_loopback:
         return "a loopback address of this machine"
     if address.is_link_local:
         return "a link-local address (such as a cloud metadata service)"
     if address.is_multicast:
         return "a multicast address"
-    for networks, reason in _SPECIAL_PURPOSE:
-        if any(address in network for network in networks):
-            return reason
-    if address.is_reserved:
-        return "a reserved address"
     if address.is_private:
         return "a private network address"
-    if not address.is_global:
+    if address.is_reserved or not address.is_global:
         return "a reserved address"
     return None
 
