@@ -1,0 +1,60 @@
+"""Connections in admin: secrets write-only, an MCP server checked as on the user's own
+Connections page."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+
+from workflows.forms import CONNECTION_KINDS, McpChecks, kept_secret_retargeted
+from workflows.models import Connection
+
+from .safety import SecretSafeAdmin
+
+
+class ConnectionAdminForm(McpChecks, forms.ModelForm):
+    """Secrets are write-only: the field never renders the stored value. An MCP server is
+    checked as on the user's Connections page (its label, its public URL)."""
+
+    secret = forms.CharField(
+        widget=forms.PasswordInput(render_value=False),
+        required=False,
+        help_text="Write-only. Leave blank to keep the stored secret.",
+    )
+    kind = forms.ChoiceField(choices=CONNECTION_KINDS)
+    url = forms.URLField(required=False, max_length=500, assume_scheme="https")
+
+    class Meta:
+        model = Connection
+        fields = ("owner", "label", "kind", "url", "secret")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:  # a stored secret stays with its owner and what it is for
+            self.fields["owner"].disabled = True
+            self.fields["kind"].disabled = True
+
+    def clean(self) -> dict:
+        data = super().clean()
+        given = data.get("secret", "")
+        secret = given or (self.instance.secret if self.instance.pk else "")
+        data["secret"] = secret
+        if data.get("kind") == "mcp":
+            self.check_mcp(data.get("owner"), data.get("label", ""), data.get("url", ""))
+            if refusal := kept_secret_retargeted(self.instance, data.get("url", ""), given):
+                self.add_error("secret", refusal)
+        else:
+            if data.get("url"):
+                self.add_error("url", "Only an MCP server has a URL.")
+            if not secret:
+                self.add_error("secret", "This kind of connection needs its secret.")
+        return data
+
+
+@admin.register(Connection)
+class ConnectionAdmin(SecretSafeAdmin):
+    form = ConnectionAdminForm
+    list_display = ("label", "kind", "url", "owner", "created")
+    list_filter = ("kind",)
+    search_fields = ("label", "url", "owner__username")
+    raw_id_fields = ("owner",)

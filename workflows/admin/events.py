@@ -1,0 +1,102 @@
+"""The event log in admin, to read only: every event, and every finished step with its
+telemetry (tokens, cache, cost, duration) in columns."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from workflows import pricing, selectors
+from workflows.engine.demo.policy import DEMO_LABEL
+from workflows.models import StepRecord, WorkflowEvent
+
+from .safety import SecretSafeAdmin
+from .timeline import EVENT_COLUMNS, EventColumns, event_duration
+
+
+@admin.register(WorkflowEvent)
+class WorkflowEventAdmin(EventColumns, SecretSafeAdmin):
+    """The record of every run, to read: an event edited or added by hand would no longer
+    be what happened (and one that fails its type would stop the workflow's page)."""
+
+    list_display = ("workflow", *EVENT_COLUMNS, "created")
+    list_filter = ("type",)
+    search_fields = ("workflow__title",)
+    list_select_related = ("workflow",)
+    raw_id_fields = ("workflow",)
+    ordering = ("workflow", "seq")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(StepRecord)
+class StepRecordAdmin(SecretSafeAdmin):
+    """Every finished step, its telemetry in columns: what it spent and how long it took."""
+
+    list_display = (
+        "workflow",
+        "round",
+        "task",
+        "step",
+        "method",
+        "status",
+        "tokens",
+        "cached",
+        "cost",
+        "duration",
+        "created",
+    )
+    search_fields = ("workflow__title", "payload__method")
+    list_select_related = ("workflow",)
+    # Newest workflow first, then each step in its place; by the workflow's id, as "-workflow"
+    # would sort by the workflow's own ordering (its last update, oldest first).
+    ordering = ("-workflow_id", "round", "task", "action", "seq")
+
+    def get_queryset(self, request):
+        # The steps the workflow list counts (its Steps column), by the same definition.
+        return selectors.finished_steps(super().get_queryset(request))
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Step")
+    def step(self, event: StepRecord) -> int:
+        return event.payload.get("step", 0)
+
+    @admin.display(description="Action")
+    def method(self, event: StepRecord) -> str:
+        return event.payload.get("method", "")
+
+    @admin.display(description="Status")
+    def status(self, event: StepRecord) -> str:
+        return event.payload.get("status", "")
+
+    @admin.display(description="Tokens")
+    def tokens(self, event: StepRecord) -> str:
+        if event.payload.get("model") == DEMO_LABEL:
+            return "demo"
+        return f"{event.payload.get('tokens', 0):,}"
+
+    @admin.display(description="Cached tokens")
+    def cached(self, event: StepRecord) -> str:
+        if event.payload.get("model") == DEMO_LABEL:
+            return "demo"
+        return f"{event.payload.get('cachedTokens', 0):,}"
+
+    @admin.display(description="Cost")
+    def cost(self, event: StepRecord) -> str:
+        payload = event.payload
+        if payload.get("model") == DEMO_LABEL:
+            return "demo"
+        cost = pricing.cost_from(payload.get("cost"))
+        return "—" if cost is None and not payload.get("tokens") else pricing.cost_parts(cost)
+
+    @admin.display(description="Duration")
+    def duration(self, event: StepRecord) -> str:
+        return event_duration(event) or "0 ms"
