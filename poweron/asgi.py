@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, WebSockets through the workflow consumer."""
+"""ASGI entry point: HTTP through Django (and /mcp through the MCP server), WebSockets through
+the workflow consumer."""
 
 import os
 
@@ -14,10 +15,12 @@ from poweron.bodylimit import BodyLimitMiddleware, install_daphne_guard  # noqa:
 from workflows.execution import durable, launcher  # noqa: E402
 from workflows.live.origin import OriginValidator  # noqa: E402
 from workflows.live.routing import websocket_urlpatterns  # noqa: E402
+from workflows.mcp_server import endpoint as mcp_endpoint  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": BodyLimitMiddleware(django_asgi_app),
+        # /mcp: the MCP server (streamable HTTP); everything else: Django.
+        "http": mcp_endpoint.mount(BodyLimitMiddleware(django_asgi_app)),
         # Only pages of the app's own origin (scheme, host and port) or CSRF_TRUSTED_ORIGINS.
         "websocket": OriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
