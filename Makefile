@@ -13,7 +13,7 @@ PICO_VERSION := 2.1.1
 MARKDOWN_IT_VERSION := 14.3.3
 DOMPURIFY_VERSION := 3.5.0
 
-.PHONY: run test lint format setup setup-test setup-bench system-deps vendor migrate bench clean
+.PHONY: run test lint format setup setup-test setup-bench setup-node system-deps vendor migrate bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,14 @@ $(VENV)/.installed-bench: pyproject.toml | $(PY)
 setup: $(VENV)/.installed-run
 setup-test: $(VENV)/.installed-test
 setup-bench: $(VENV)/.installed-bench
+
+# The official protocol clients the tests run against the app (package.json, versions pinned
+# by package-lock.json); reinstalled only when those change.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+setup-node: node_modules/.installed
 
 # Debian packages the tests need: Chromium for the browser test.
 system-deps:
@@ -64,7 +72,7 @@ format: setup-test
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: setup-test system-deps lint
+test: setup-test setup-node system-deps lint
 	$(PY) manage.py makemigrations --check --dry-run
 	$(VENV)/bin/pytest
 
@@ -94,4 +102,4 @@ vendor: setup
 	$(PY) -c "from workflows.markdown import highlight_css; print(highlight_css(), end='')" > static/css/highlight.css
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache node_modules
