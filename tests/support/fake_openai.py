@@ -25,7 +25,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -101,6 +101,14 @@ def _prompt_chars(body: dict[str, Any]) -> int:
     return total
 
 
+def _timings(usage: dict[str, int] | None) -> dict[str, Any]:
+    """llama.cpp's timings of a reply that reused a slot's prefix ({} otherwise)."""
+    if not usage or "cache_n" not in usage:
+        return {}
+    reused = usage["cache_n"]
+    return {"timings": {"cache_n": reused, "prompt_n": usage["prompt_tokens"] - reused}}
+
+
 def _usage(body: dict[str, Any], text: str, override: dict[str, int] | None) -> dict[str, Any]:
     given = override or {}
     prompt = given.get("prompt_tokens", _prompt_chars(body) // 4)
@@ -127,7 +135,18 @@ class FakeOpenAIServer:
         *,
         reject_json_schema: bool = False,
         reject_response_format: bool = False,
+        slots: int = 0,
     ) -> None:
+        self.slots = slots
+        """With slots, the server plays llama.cpp's: GET /props answers `total_slots`, and
+        each slot keeps its last prompt: a request (to its `id_slot`, else slot 0) reuses the
+        characters its prompt shares with it (a token per four), unless `cache_prompt` is
+        false, and its usage and `timings` say how many it reused and evaluated."""
+        self.gets: list[str] = []
+        """The path of every GET request, in arrival order."""
+        self.slot_prompts: dict[int, str] = {}
+        self.reuse: list[tuple[int, int, int]] = []
+        """Per request with slots: (slot, prompt tokens evaluated, prompt tokens reused)."""
         self.reject_json_schema = reject_json_schema
         self.reject_response_format = reject_response_format
         self.requests: list[dict[str, Any]] = []
@@ -263,6 +282,27 @@ class FakeOpenAIServer:
                 return FakeReply(status=500, error=message, headers={"x-should-retry": "false"})
         return reply if isinstance(reply, FakeReply) else FakeReply(content=reply)
 
+    def _reused(self, body: dict[str, Any]) -> dict[str, int] | None:
+        """With slots: the request's prompt against its slot's last one (what it reused and
+        evaluated, in tokens), the slot keeping this prompt; None without slots."""
+        if not self.slots:
+            return None
+        prompt = "".join(f"<{m.get('role')}>{m.get('content')}" for m in body.get("messages") or [])
+        slot = body.get("id_slot", -1)
+        slot = 0 if not isinstance(slot, int) or slot < 0 else slot % self.slots
+        with self._lock:
+            before = self.slot_prompts.get(slot, "")
+            self.slot_prompts[slot] = prompt
+        shared = 0
+        if body.get("cache_prompt", True):
+            while shared < min(len(before), len(prompt)) and before[shared] == prompt[shared]:
+                shared += 1
+        total = _prompt_chars(body) // 4
+        reused = min(total, shared // 4)
+        with self._lock:
+            self.reuse.append((slot, total - reused, reused))
+        return {"prompt_tokens": total, "cached_tokens": reused, "cache_n": reused}
+
     def _sleep(self, seconds: float) -> bool:
         """Wait, but wake up when the server stops; returns False if it did."""
         return not (seconds > 0 and self._stopping.wait(seconds))
@@ -326,7 +366,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?")[0].rstrip("/")
-        if path.endswith("/models"):
+        with self.server.owner._lock:
+            self.server.owner.gets.append(path)
+        if path == "/props" and self.server.owner.slots:
+            self._json(200, {"total_slots": self.server.owner.slots, "build_info": "fake"})
+        elif path.endswith("/models"):
             self._json(200, {"object": "list", "data": [_model(MODEL_ID)]})
         elif "/models/" in path:
             self._json(200, _model(path.rsplit("/", 1)[1]))
@@ -350,6 +394,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, rejection)
             return
         reply = owner._next_reply(body)
+        if (reused := owner._reused(body)) is not None:
+            reply = replace(reply, usage={**reused, **(reply.usage or {})})
         if not owner._sleep(reply.delay):
             self.close_connection = True
             return
@@ -439,6 +485,7 @@ def _completion(body: dict[str, Any], reply: FakeReply, number: int) -> dict[str
             {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
         ],
         "usage": _usage(body, text, reply.usage),
+        **_timings(reply.usage),
     }
 
 
@@ -458,4 +505,9 @@ def _chunks(body: dict[str, Any], reply: FakeReply, number: int) -> Iterator[dic
         yield chunk({"content": piece})
     yield chunk({}, reply.finish_reason)
     if include_usage:
-        yield {**header, "choices": [], "usage": _usage(body, text, reply.usage)}
+        yield {
+            **header,
+            "choices": [],
+            "usage": _usage(body, text, reply.usage),
+            **_timings(reply.usage),
+        }

@@ -8,10 +8,36 @@ from typing import Any
 
 import openai
 
+from workflows.engine.model.bounded import ReplyTooLarge
+from workflows.engine.model.slots import timings_of
 from workflows.engine.records.protocols import InvalidModelOutput, Message, ModelUnavailable, Usage
 
 RETRIED = {"timeout", "unreachable", "rate_limit", "server"}
 """Failure causes the SDK retries before giving up."""
+PLAIN = {
+    "unreachable": "could not be reached",
+    "auth": "refused the app's credentials",
+    "model": "asked for is not served by its server",
+    "rate_limit": "kept refusing requests as too many",
+    "refused": "refused the request",
+    "server": "server failed",
+    "too_large": "sent an answer larger than the app reads",
+}
+"""What happened, for everyone: no address, no setting, no server's own words."""
+ASK = "Ask the administrator to check the model's settings."
+ADVICE = {
+    "timeout": "Try again; if it keeps happening, ask the administrator to give the model more "
+    "time.",
+    "unreachable": "Ask the administrator to check the model's settings and that its server runs.",
+    "auth": ASK,
+    "model": ASK,
+    "rate_limit": "Wait a moment and send again.",
+    "refused": ASK,
+    "server": "Try again later; if it keeps happening, tell the administrator.",
+}
+"""What everyone can do about it (the operator's own advice is the failure's detail)."""
+TIMEOUT_HINT = "if it keeps happening, ask the administrator to give the model more time"
+"""Said to everyone after a call that did not answer in time (what to raise is for staff)."""
 
 
 def failure(
@@ -24,14 +50,17 @@ def failure(
     advice: Mapping[str, str],
     broke_off: bool = False,
 ) -> ModelUnavailable:
-    """One readable failure: what happened at which server, and what to fix (the host's
-    `advice` per cause)."""
+    """One readable failure, said twice: for everyone, what happened and what they can do
+    (the plain sentence: no address, no setting); for the operator, at which server and what
+    to fix (the host's `advice` per cause), as the failure's `detail`."""
     where = f"The model server at {server}"
     status = getattr(error, "status_code", None)
     body = getattr(error, "body", None)
     detail = body.get("message") if isinstance(body, dict) else None
     detail = str(detail or getattr(error, "message", "") or error)
-    if isinstance(error, openai.APITimeoutError):
+    if isinstance(error, ReplyTooLarge):
+        cause, what, broke_off = "too_large", error.message, False  # said whole, not retried
+    elif isinstance(error, openai.APITimeoutError):
         cause, what = "timeout", f"did not answer within {timeout:g} s"
     elif isinstance(error, openai.APIConnectionError):
         cause, what = "unreachable", "could not be reached"
@@ -52,7 +81,17 @@ def failure(
     elif retries and cause in RETRIED:
         what += f" (tried {retries + 1} times)"
     said = advice.get(cause, "")
-    return ModelUnavailable(f"{where} {what}." + (f" {said}" if said else ""), cause=cause)
+    detail = f"{where} {what}." + (f" {said}" if said else "")
+    plain = f"The model {PLAIN.get(cause, 'failed')}"
+    if cause == "timeout":
+        plain = f"The model did not answer within {timeout:g} s"
+    if broke_off and cause == "timeout":
+        plain = f"The model stopped partway through its answer: nothing came for {timeout:g} s"
+    elif broke_off:
+        plain = "The model broke off its answer"
+    elif retries and cause in RETRIED:
+        plain += f" (tried {retries + 1} times)"
+    return ModelUnavailable(f"{plain}. {ADVICE.get(cause, ASK)}", cause=cause, detail=detail)
 
 
 def timed_out(seconds: float, text: str, *, usage: Usage, advice: str) -> InvalidModelOutput:
@@ -69,14 +108,19 @@ def timed_out(seconds: float, text: str, *, usage: Usage, advice: str) -> Invali
 
 
 def usage_of(kind: str, response: Any, latency: int) -> Usage:
-    """The tokens a response (or a stream's last chunk) reports, the cached ones apart."""
+    """The tokens a response (or a stream's last chunk) reports, the cached ones apart: a
+    provider's prompt cache, or the prefix a local server reused (llama.cpp's `timings` say
+    it too, where its usage does not)."""
     usage = getattr(response, "usage", None)
     details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", 0) or 0
+    if not cached and (timings := timings_of(response)) is not None:
+        cached = timings[1]
     return Usage(
         kind=kind,
         prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
         completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-        cached_tokens=getattr(details, "cached_tokens", 0) or 0,
+        cached_tokens=cached,
         latency_ms=latency,
     )
 

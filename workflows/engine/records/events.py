@@ -121,6 +121,11 @@ class CallSpend(BaseModel):
     calls: int = 1
     tokens: int = 0
     """Prompt and completion tokens."""
+    promptTokens: int = 0
+    """Of those, the prompts' tokens."""
+    cachedTokens: int = 0
+    """Of the prompts' tokens, those read from a cache: a provider's prompt cache, or the prefix
+    a local server reused (the rest it evaluated)."""
     cost: Cost | None = None
     """None when the model's price is unknown."""
 
@@ -140,8 +145,12 @@ class StepEvent(BaseEvent):
     """The whole step: selection, parameters, action, observation, refinement."""
     tokens: int = 0
     """Tokens the step spent."""
+    promptTokens: int = 0
+    """Of those, the prompts' tokens."""
     cachedTokens: int = 0
-    """Of those, prompt tokens the provider read from its prompt cache (cheaper)."""
+    """Of the prompts' tokens, those read from a cache: a provider's prompt cache (cheaper), or
+    the prefix a local server reused from an earlier call (its slot's KV cache); the rest
+    (`promptTokens - cachedTokens`) the server evaluated, which is a local server's time."""
     cost: Cost | None = None
     """What the step's model calls cost; None when the model's price is unknown."""
     model: str = ""
@@ -316,6 +325,10 @@ class ErrorEvent(BaseEvent):
     """What failed and what to do, in one or two sentences for people."""
     retrying: bool = False
     """True when a corrective retry follows."""
+    detail: str = ""
+    """The operator's detail (the model server's address, the settings to check): stored, and
+    shown to staff only; the page shows everyone else the message alone, and the public JSON
+    leaves it out."""
 
 
 class AskEvent(BaseEvent):
