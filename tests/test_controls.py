@@ -13,8 +13,7 @@ from tests.live import connect, is_final, receive_until
 from tests.support.chat_app import workflow_with_upload
 from tests.support.fake_openai import FakeReply
 from tests.support.replies import cont, extract_step, review, stop, taskplan
-from workflows.execution import launcher
-from workflows.execution import commands
+from workflows.execution import commands, launcher
 from workflows.models import ChatMessage, ChatWorkflow
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("durable")]

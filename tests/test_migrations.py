@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+
 from workflows.events.contract import Envelope
 
 pytestmark = pytest.mark.django_db(transaction=True)

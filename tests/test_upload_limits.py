@@ -122,7 +122,7 @@ def test_upload_within_the_limit_still_works(app):
     one file": Django's form parser reads by the length)."""
     port = app.web()
     cookie, workflow_id = sign_in_and_create_workflow(port)
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
         client.cookies.set("sessionid", cookie.removeprefix("sessionid="))
         page = client.get(f"/workflows/{workflow_id}/")
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)[1]

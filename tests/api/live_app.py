@@ -36,6 +36,6 @@ def make_token(browser: httpx.Client, scopes: list[str]) -> str:
 
 def alice_token(base: str, scopes: list[str]) -> str:
     """A token of alice's with `scopes`, made on the app at `base`."""
-    with httpx.Client(base_url=base) as browser:
+    with httpx.Client(base_url=base, timeout=60) as browser:
         sign_in(browser)
         return make_token(browser, scopes)

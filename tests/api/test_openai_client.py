@@ -38,6 +38,7 @@ def live(model, tmp_path):
         )
         reader = httpx.Client(
             base_url=f"{base}/api/v1",
+            timeout=60,
             headers={"Authorization": f"Bearer {alice_token(base, ['read'])}"},
         )
         with client, reader:
@@ -112,7 +113,7 @@ def test_a_round_from_the_client_shows_in_the_page_and_admin(live, model):
         model="poweron-react", messages=[{"role": "user", "content": "What can you do?"}]
     )
     workflow = completion.model_extra["poweron"]["workflow"]
-    with httpx.Client(base_url=base) as browser:
+    with httpx.Client(base_url=base, timeout=60) as browser:
         sign_in(browser)
         page = browser.get(f"/workflows/{workflow}/").text
         admin = browser.get(f"/admin/workflows/chatworkflow/{workflow}/change/").text

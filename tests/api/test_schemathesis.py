@@ -48,7 +48,7 @@ def live_api(tmp_path_factory) -> Iterator[dict[str, str]]:
     app = AppProcesses(env, tmp_path)
     try:
         base = f"http://127.0.0.1:{app.web()}"
-        with httpx.Client(base_url=base) as browser:
+        with httpx.Client(base_url=base, timeout=60) as browser:
             sign_in(browser)
             tokens = {
                 "all": make_token(browser, ["read", "run"]),
@@ -90,7 +90,7 @@ def api_schema(live_api):
 def fresh_workflow(live_api: dict[str, str]) -> dict[str, int]:
     """A new workflow of alice with one upload waiting: ids for a case's path."""
     headers = {"Authorization": f"Bearer {live_api['all']}"}
-    with httpx.Client(base_url=live_api["base"], headers=headers) as client:
+    with httpx.Client(base_url=live_api["base"], headers=headers, timeout=60) as client:
         workflow = client.post("/api/v1/workflows", json={"title": "generated"}).json()["id"]
         files = {"files": ("notes.md", b"# Notes\n\nRevenue grew 12 percent.", "text/markdown")}
         uploaded = client.post(f"/api/v1/workflows/{workflow}/uploads", files=files).json()

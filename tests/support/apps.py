@@ -126,7 +126,7 @@ def sign_in_and_create_workflow(port: int, *, cookie: str = "") -> tuple[str, in
     """Sign in over HTTP on one process (unless a session `cookie` is given); return the
     session cookie and a new workflow id."""
     base = f"http://127.0.0.1:{port}"
-    with httpx.Client(base_url=base) as client:
+    with httpx.Client(base_url=base, timeout=60) as client:
         if cookie:
             client.cookies.set("sessionid", cookie.removeprefix("sessionid="))
         else:
