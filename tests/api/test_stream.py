@@ -132,6 +132,28 @@ async def test_until_final_ends_the_stream_after_the_runs_final_status(alice):
         await waiting.next()
 
 
+async def test_events_waiting_for_a_reader_go_out_together_and_until_final_cuts_there(alice):
+    """A reader far behind gets the stored events several to a write, in order, each once;
+    with until=final the stream ends at the final status, though the next round's events
+    were waiting in the same write."""
+    workflow = await new_workflow(alice)
+    await store(workflow, 150)
+    await store_final(workflow)
+    await store(workflow, 5)  # the next round's, stored already
+    reader = await stream(workflow.pk, await token(alice, "read"), "until=final")
+    writes, events = 0, []
+    while not reader.ended:
+        message = await reader.communicator.receive_output(10)
+        writes += 1
+        events += reader.parser.feed(message.get("body", b"").decode())
+        reader.ended = not message.get("more_body")
+    await reader.communicator.wait(10)
+    ids = [e.id for e in events if e.data]
+    assert ids == [str(seq) for seq in range(1, 152)]
+    assert is_final(events[-1])
+    assert writes <= 10  # the retry line, the events in a few writes, the end
+
+
 async def test_a_silence_is_filled_with_heartbeats(alice, settings):
     """Nothing to send for a heartbeat's interval: a comment line keeps the stream open."""
     settings.POWERON_SSE_HEARTBEAT_SECONDS = 0.1

@@ -314,6 +314,18 @@ class Feed:
             raise FeedEnded(f"workflow {self.workflow_id} was deleted")
         return item  # type: ignore[no-any-return]
 
+    def waiting(self, most: int) -> list[Frame]:
+        """The frames already waiting, at most `most`, without waiting for more (the feed's
+        end stays for the next `get`): a reader that writes several at once writes less."""
+        frames: list[Frame] = []
+        while len(frames) < most and not self._frames.empty():
+            item = self._frames.get_nowait()
+            if item is _END:
+                self._frames.put_nowait(_END)
+                break
+            frames.append(item)
+        return frames
+
     def __aiter__(self) -> Feed:
         return self
 

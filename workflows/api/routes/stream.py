@@ -39,6 +39,9 @@ MEDIA_TYPE = "text/event-stream"
 RETRY_MS = 1500
 """How soon a browser's EventSource reconnects after the stream ends (as the page does)."""
 HEARTBEAT = b": keepalive\n\n"
+WRITE_MOST = 64
+"""Events already waiting go out in one write, at most this many: a reader catching up,
+or a busy process, writes fewer, fuller chunks (an event that waits alone goes at once)."""
 T = TypeVar("T")
 
 STREAM = {
@@ -93,9 +96,13 @@ async def event_stream(
             if frame is None:
                 yield HEARTBEAT
                 continue
-            yield sse(frame)
-            if until_final and frame.final:
-                return
+            frames = [frame, *feed.waiting(WRITE_MOST - 1)]
+            if until_final:
+                final = next((i for i, each in enumerate(frames) if each.final), None)
+                if final is not None:
+                    yield b"".join(map(sse, frames[: final + 1]))
+                    return
+            yield b"".join(map(sse, frames))
 
 
 @router.get(
