@@ -23,7 +23,9 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30) -> None:
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 120) -> None:
+    """Wait until the app process listens on `port` (a process that exits fails at once; the
+    deadline is generous because a busy machine starts Django and DBOS slowly)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
