@@ -20,6 +20,7 @@ from typing import Any
 from openai import AsyncOpenAI
 from pydantic import BaseModel
 
+from workflows.engine.model.bounded import MAX_REPLY_BYTES, bounded_http_client
 from workflows.engine.records.protocols import Message
 
 try:  # the SDK's own HTTP library, for the in-process transport
@@ -60,19 +61,29 @@ _SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = (
 
 
 def shared_client(
-    *, base_url: str | None, api_key: str, timeout: float, max_retries: int
+    *,
+    base_url: str | None,
+    api_key: str,
+    timeout: float,
+    max_retries: int,
+    max_reply_bytes: int = MAX_REPLY_BYTES,
 ) -> AsyncOpenAI:
     """The AsyncOpenAI client for these settings in the running event loop: created on first
-    use, then reused by every caller in the loop. Callers never close it."""
+    use, then reused by every caller in the loop (its response bodies bounded by
+    `max_reply_bytes`). Callers never close it."""
     loop = asyncio.get_running_loop()
     shared = _SHARED.get(loop)
     if shared is None:
         shared = _SHARED[loop] = _LoopClients()
-    key = (base_url, api_key, timeout, max_retries)
+    key = (base_url, api_key, timeout, max_retries, max_reply_bytes)
     client = shared.clients.get(key)
     if client is None:
         client = shared.clients[key] = AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=max_retries
+            base_url=base_url,
+            api_key=api_key or "unused",
+            timeout=timeout,
+            max_retries=max_retries,
+            http_client=bounded_http_client(max_reply_bytes),
         )
         client.chat.completions  # noqa: B018  (imports its resources now, not on the first call)
     return client
