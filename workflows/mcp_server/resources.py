@@ -144,3 +144,27 @@ def document_contents(
             return types.TextResourceContents(uri=uri, text=text, mime_type=document.mime_type)
     blob = base64.b64encode(data).decode("ascii")
     return types.BlobResourceContents(uri=uri, blob=blob, mime_type=document.mime_type)
+
+
+@database_sync_to_async
+def complete(user: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+    """Values for a resource template's argument: the user's workflow ids, or the document
+    ids of the workflow already chosen (nothing for anything else)."""
+    values: list[str] = []
+    typed = params.argument.value.strip()
+    if isinstance(params.ref, types.ResourceTemplateReference) and (typed.isdigit() or not typed):
+        if params.argument.name == "workflow":
+            ids = selectors.workflow_list(user=user).values_list("pk", flat=True)
+            values = [str(pk) for pk in ids if str(pk).startswith(typed)]
+        elif params.argument.name == "document" and params.ref.uri == DOCUMENT:
+            chosen = ((params.context and params.context.arguments) or {}).get("workflow", "")
+            found = ChatDocument.objects.filter(workflow__owner=user).exclude(
+                label=PENDING_UPLOAD_LABEL
+            )
+            if chosen.isdigit():
+                found = found.filter(workflow_id=int(chosen))
+            ids = found.order_by("-id").values_list("pk", flat=True)
+            values = [str(pk) for pk in ids if str(pk).startswith(typed)]
+    shown = values[:100]
+    completion = types.Completion(values=shown, total=len(values), has_more=len(values) > 100)
+    return types.CompleteResult(completion=completion)

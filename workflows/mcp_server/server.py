@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
-from mcp.server import Server, ServerRequestContext
+from mcp.server import CacheHint, Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
@@ -206,6 +206,32 @@ async def on_read_resource(
     return await resources.read_resource(principal.user, str(params.uri))
 
 
+async def on_read_completion(
+    ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
+) -> types.CompleteResult:
+    principal = principal_of(ctx)
+    if not tools.has_scope(principal, "read"):
+        return types.CompleteResult(completion=types.Completion(values=[]))
+    return await resources.complete(principal.user, params)
+
+
+async def on_list_prompts(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    """PowerOn offers no prompts: its tools are the way in."""
+    return types.ListPromptsResult(prompts=[])
+
+
+async def on_set_logging_level(
+    ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+) -> types.EmptyResult:
+    """Accepted (protocol versions up to 2025-11-25); PowerOn reports a run's steps as
+    progress, not as log messages."""
+    return types.EmptyResult()
+
+
+PUBLIC = CacheHint(ttl_ms=300_000, scope="public")
+"""The same for every caller, for five minutes."""
 server: Server[Any] = Server(
     "poweron",
     version="1",
@@ -217,5 +243,17 @@ server: Server[Any] = Server(
     on_list_resources=on_list_resources,
     on_list_resource_templates=on_list_resource_templates,
     on_read_resource=on_read_resource,
+    on_list_prompts=on_list_prompts,
+    on_completion=on_read_completion,
+    cache_hints={
+        "tools/list": PUBLIC,
+        "prompts/list": PUBLIC,
+        "resources/templates/list": PUBLIC,
+        "resources/list": CacheHint(ttl_ms=0, scope="private"),
+        "resources/read": CacheHint(ttl_ms=0, scope="private"),
+    },
 )
 """The one server every session of the endpoint serves."""
+# Through add_request_handler: the constructor's argument warns that logging is deprecated
+# in 2026-07-28, where the SDK does not route it anyway.
+server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, on_set_logging_level)
