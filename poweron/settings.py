@@ -242,6 +242,9 @@ POWERON_LLM_TIMEOUT = env_float("POWERON_LLM_TIMEOUT", 60, low=1)
 # Seconds added to the timeout per 1,000 tokens of prompt and answer limit: for slow local
 # servers (a small model on a CPU reads about 50 tokens/s), 0 for hosted ones.
 POWERON_LLM_TIMEOUT_PER_1K = env_float("POWERON_LLM_TIMEOUT_PER_1K", 0.0, low=0)
+# A model reply's text is cut at this many bytes, whatever the server does with max_tokens
+# (a body read whole may be 8 times this before it is refused). 512 KiB: about 130k tokens.
+POWERON_LLM_MAX_REPLY_BYTES = env_int("POWERON_LLM_MAX_REPLY_BYTES", 512 * 1024, low=1024)
 # How far each call's JSON schema follows the live state: narrow (it also lists the documents
 # that exist: best for small local models), stable (the same schema across a task's calls, so a
 # provider's prompt cache holds), shared (no schema: one prompt head for every kind of call,

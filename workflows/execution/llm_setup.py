@@ -52,6 +52,7 @@ def build_llm() -> LLM:
         timeout_per_1k_tokens=float(settings.POWERON_LLM_TIMEOUT_PER_1K),
         advice=model_advice(),
         shared=True,
+        max_reply_bytes=settings.POWERON_LLM_MAX_REPLY_BYTES,
     )
     if not small_model():
         return main
@@ -63,6 +64,7 @@ def build_llm() -> LLM:
         timeout_per_1k_tokens=float(settings.POWERON_LLM_TIMEOUT_PER_1K),
         advice=model_advice(small=True),
         shared=True,
+        max_reply_bytes=settings.POWERON_LLM_MAX_REPLY_BYTES,
     )
     return StagedLLM(main, small)
 

@@ -30,6 +30,7 @@ import openai
 from openai import AsyncOpenAI
 from pydantic import ValidationError
 
+from workflows.engine.model.bounded import MAX_REPLY_BYTES, bounded_http_client, capped, cut_note
 from workflows.engine.model.clients import (
     REHEARSAL,
     Rehearsal,
@@ -115,6 +116,7 @@ class OpenAICompatibleLLM:
         shared: bool = False,
         timeout_per_1k_tokens: float = 0.0,
         max_tokens: Mapping[str, int] | None = None,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         self.model = model
         self.label = label or model
@@ -133,11 +135,17 @@ class OpenAICompatibleLLM:
         self.max_tokens = {**MAX_TOKENS, **(max_tokens or {})}
         self.token_limit_name = "max_tokens"
         """Newer OpenAI models refuse max_tokens and want max_completion_tokens."""
+        self.max_reply_bytes = max_reply_bytes
+        """A reply's text is cut at this many bytes, whatever the server does (`bounded.py`)."""
         self._base_url = base_url
         self._owns_client = not shared
         if shared:
             self._client = shared_client(
-                base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+                base_url=base_url,
+                api_key=api_key,
+                timeout=timeout,
+                max_retries=max_retries,
+                max_reply_bytes=max_reply_bytes,
             )
         else:
             self._client = AsyncOpenAI(
@@ -145,6 +153,7 @@ class OpenAICompatibleLLM:
                 api_key=api_key or "unused",
                 timeout=timeout,
                 max_retries=max_retries,
+                http_client=bounded_http_client(max_reply_bytes),
             )
 
     @property
@@ -248,7 +257,9 @@ class OpenAICompatibleLLM:
         if self.stream_usage:
             params["stream_options"] = {"include_usage": True}
         started = time.perf_counter()
-        chunks = await self._calling(lambda: self._create_once(params))
+        chunks = capped(
+            await self._calling(lambda: self._create_once(params)), self.max_reply_bytes
+        )
         text, finish, usage = "", None, None
         try:
             async for chunk in chunks:
@@ -301,7 +312,11 @@ class OpenAICompatibleLLM:
         started = time.perf_counter()
         seconds = self.call_timeout(messages, kind)
         try:
-            stream = await self._calling(lambda: self._open_stream(messages, kind))
+            stream = capped(
+                await self._calling(lambda: self._open_stream(messages, kind)),
+                self.max_reply_bytes,
+                note=cut_note(self.max_reply_bytes),
+            )
         except (openai.BadRequestError, openai.APITimeoutError) as error:
             raise self._unavailable(error, seconds=seconds) from error
         text, usage = "", None
