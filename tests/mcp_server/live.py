@@ -1,10 +1,16 @@
-"""A real Daphne for the MCP endpoint's tests: alice and bob, each signed in over HTTP and
-with personal API tokens made on the tokens page, and the official `mcp` client connected
-with a token, as a desktop client configured with an Authorization header connects."""
+"""A real Daphne for the MCP endpoint's tests: alice and bob with personal API tokens of
+each scope, and the official `mcp` client connected
+with a token, as a desktop client configured with an Authorization header connects.
+
+One app serves the package's tests (conftest.py): ai.process waits for approval, and a
+token's requests a minute are not limited (the conformance suite makes many)."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -16,8 +22,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.api.live_app import make_token
-from tests.support.apps import PASSWORD, AppProcesses, app_env
+from tests.support.apps import PASSWORD, ROOT, AppProcesses, app_env
 
 SLOW = 120.0
 """Generous waits: the machine may be busy."""
@@ -58,20 +63,41 @@ class LiveApp:
         )
 
 
+SETUP = """
+import json
+from django.contrib.auth import get_user_model
+from workflows.api import tokens
+
+User = get_user_model()
+bob = User.objects.create_user("bob", "b@b.org", PASSWORD)
+made = {}
+for user in (User.objects.get(username="alice"), bob):
+    made[user.username] = {
+        "+".join(scopes): tokens.token_create(
+            owner=user, name="+".join(scopes), scopes=scopes, expires=None
+        ).secret
+        for scopes in (["read"], ["run"], ["read", "run"])
+    }
+print(json.dumps(made))
+"""
+
+
 def start(tmp_path: Path, model_url: str, **env: str) -> LiveApp:
-    """Daphne on its own database, with alice and bob and their tokens."""
+    """Daphne on its own database, with alice and bob and their tokens (made in one Django
+    process before Daphne starts: on a busy machine every process start counts)."""
     processes = AppProcesses(app_env(tmp_path, model_url, **env), tmp_path)
-    processes.manage("createsuperuser", "--noinput", "--username", "bob", "--email", "b@b.org")
+    setup = f"PASSWORD = {PASSWORD!r}\n{SETUP}"
+    made = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", setup],
+        cwd=ROOT,
+        env=processes.env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    tokens = json.loads(made.stdout.strip().splitlines()[-1])
     base = f"http://127.0.0.1:{processes.web()}"
-    users = []
-    for name in ("alice", "bob"):
-        user = User(name)
-        with httpx.Client(base_url=base, timeout=SLOW) as browser:
-            sign_in(browser, name)
-            for scopes in (["read"], ["run"], ["read", "run"]):
-                user.tokens["+".join(scopes)] = make_token(browser, scopes)
-        users.append(user)
-    return LiveApp(processes, base, *users)
+    return LiveApp(processes, base, User("alice", tokens["alice"]), User("bob", tokens["bob"]))
 
 
 @asynccontextmanager

@@ -16,9 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.mcp_server.live import SLOW, start
+from tests.mcp_server.live import SLOW
 from tests.support.apps import ROOT
-from tests.support.fake_openai import FakeOpenAIServer
 from tests.support.header_proxy import HeaderProxy
 
 HERE = Path(__file__).parent
@@ -33,23 +32,16 @@ PASSES = {
 
 
 @pytest.fixture(scope="module")
-def proxied(tmp_path_factory):
-    """The app with one of alice's workflows (so resources exist to list and read), behind
-    the proxy that sends her token."""
+def proxied(live, tmp_path_factory):
+    """The app with a workflow of alice's (so resources exist to list and read), behind the
+    proxy that sends her token."""
     assert SUITE.is_file() and NODE.is_file(), "run `make setup-node` first"
-    tmp_path = tmp_path_factory.mktemp("conformance")
-    with FakeOpenAIServer() as model:
-        # The suite makes many requests a minute with one token.
-        app = start(tmp_path, model.url, POWERON_API_REQUESTS_PER_MINUTE="0")
-        try:
-            token = app.alice.tokens["read+run"]
-            with app.api(token) as api:
-                made = api.post("/workflows", json={"title": "Listed", "mode": "react"})
-                assert made.status_code == 201, made.text
-            with HeaderProxy(app.base, {"Authorization": f"Bearer {token}"}) as proxy:
-                yield app, proxy, tmp_path
-        finally:
-            app.processes.stop()
+    token = live.alice.tokens["read+run"]
+    with live.api(token) as api:
+        made = api.post("/workflows", json={"title": "Listed", "mode": "react"})
+        assert made.status_code == 201, made.text
+    with HeaderProxy(live.base, {"Authorization": f"Bearer {token}"}) as proxy:
+        yield live, proxy, tmp_path_factory.mktemp("conformance")
 
 
 def test_the_conformance_suite_passes_with_its_fixture_baseline(proxied):
