@@ -30,6 +30,8 @@ class Message(TypedDict):
 class Usage(BaseModel):
     """What one model call cost, and how long it took."""
 
+    model_config = ConfigDict(extra="forbid")
+
     kind: str = Field(description="What the call was for: taskplan, select, parameters, ...")
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -155,7 +157,7 @@ class ModelUnavailable(Exception):
 class DocumentRef(BaseModel):
     """A document the workflow holds (uploaded, produced or fetched)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     name: str
@@ -170,7 +172,7 @@ class DocumentRef(BaseModel):
 class ProducedDocument(BaseModel):
     """A document an action made; the host stores it and hands back a DocumentRef."""
 
-    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+    model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
 
     name: str
     mime: str
@@ -246,6 +248,8 @@ def untrusted(source: str, text: str) -> str:
 class WebFinding(BaseModel):
     """One web result, enriched for the observation."""
 
+    model_config = ConfigDict(extra="forbid")
+
     url: str
     title: str = ""
     relevance: float = 0.0
@@ -255,6 +259,8 @@ class WebFinding(BaseModel):
 
 class ActionResult(BaseModel):
     """What one action produced."""
+
+    model_config = ConfigDict(extra="forbid")
 
     success: bool
     documents: list[ProducedDocument] = Field(default_factory=list)

@@ -212,6 +212,8 @@ class ActionParameters(ModelOutput):
 class Preview(BaseModel):
     """A short look at one produced document."""
 
+    model_config = ConfigDict(extra="forbid")
+
     name: str
     mime: str
     snippet: str = ""
@@ -219,6 +221,8 @@ class Preview(BaseModel):
 
 class Observation(BaseModel):
     """What the host tells the model about one action: compact, never raw payloads."""
+
+    model_config = ConfigDict(extra="forbid")
 
     success: bool
     resultLabel: str

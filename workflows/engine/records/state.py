@@ -16,6 +16,8 @@ MODES: tuple[str, ...] = get_args(Mode)
 class HistoryEntry(BaseModel):
     """One earlier message of the workflow, as the model sees it in the history."""
 
+    model_config = ConfigDict(extra="forbid")
+
     role: Literal["user", "assistant", "action", "system"]
     round: int
     task: int = 0
@@ -37,7 +39,7 @@ class HistoryEntry(BaseModel):
 class ConnectionInfo(BaseModel):
     """A connection the model may name: label and kind, never the secret."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     label: str
     kind: str
@@ -45,6 +47,8 @@ class ConnectionInfo(BaseModel):
 
 class Budgets(BaseModel):
     """Limits of one round, and optionally of the workflow's day; None means unlimited."""
+
+    model_config = ConfigDict(extra="forbid")
 
     tokens: int | None = 200_000
     """Token budget of this round (prompt + completion)."""
@@ -63,6 +67,8 @@ class Budgets(BaseModel):
 class Policy(BaseModel):
     """Which actions a task may use. Patterns are fnmatch globs: "web.*", "*"."""
 
+    model_config = ConfigDict(extra="forbid")
+
     allowed: dict[str, list[str]] = Field(default_factory=lambda: {"*": ["*"]})
     """Task type -> allowed patterns; the "*" entry applies to types not listed."""
     denied: dict[str, list[str]] = Field(default_factory=dict)
@@ -73,6 +79,8 @@ class Policy(BaseModel):
 
 class Caps(BaseModel):
     """Size limits that keep prompts small."""
+
+    model_config = ConfigDict(extra="forbid")
 
     observation_chars: int = 2_000
     """An observation as the model sees it, in JSON characters."""
@@ -93,6 +101,8 @@ class Caps(BaseModel):
 
 class RoundState(BaseModel):
     """Everything the engine needs to run one round of a workflow."""
+
+    model_config = ConfigDict(extra="forbid")
 
     mode: Mode = "react"
     round: int = Field(ge=1)
