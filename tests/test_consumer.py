@@ -181,7 +181,7 @@ async def test_resumes_are_bounded_and_an_after_past_the_end_counts_as_the_end(a
     output = await communicator.receive_output(timeout=5)
     while output["type"] != "websocket.close":  # the live ones broadcast meanwhile, if any
         output = await communicator.receive_output(timeout=5)
-    assert output["code"] == 1013
+    assert output["code"] == 4013
 
 
 async def test_a_command_nested_too_deep_is_answered_and_the_socket_stays(alice):
@@ -265,7 +265,7 @@ async def test_a_final_status_the_layer_dropped_still_reaches_the_viewer(alice, 
 
 
 async def test_a_viewer_far_behind_is_closed_to_reconnect_and_replay(alice):
-    """Hundreds of events behind the live stream, a viewer is closed with 1013 (the page
+    """Hundreds of events behind the live stream, a viewer is closed with 4013 (the page
     reconnects by itself from where it was), rather than fed everything inline."""
     workflow = await make_workflow(alice)
     communicator = await connect(alice, workflow.pk)
@@ -274,7 +274,7 @@ async def test_a_viewer_far_behind_is_closed_to_reconnect_and_replay(alice):
     stored = await store_events(workflow, 502)  # stored, never broadcast to this viewer
     await broadcast.broadcast(stored[-1])
     closed = await communicator.receive_output(timeout=5)
-    assert closed == {"type": "websocket.close", "code": 1013}
+    assert closed == {"type": "websocket.close", "code": 4013}
 
 
 async def test_live_events_and_commands_do_not_wait_for_djangos_sync_thread(alice):

@@ -39,7 +39,8 @@
   // 4401: this session is signed out (here or elsewhere); 4404: the workflow was deleted.
   const REFUSED = { 4401: "× signed out", 4404: "× deleted" };
   // The closes the extension retries on its own; after any other one (a server shutting
-  // down cleanly says 1001, "going away") the page tries again itself.
+  // down cleanly says 1001, "going away"; 4013, this page fell behind) the page tries again
+  // itself.
   const RETRIED = [1006, 1011, 1012, 1013];
   let wrapper = null; // the extension's socket, which can reconnect at once
   let ownRetry = null;

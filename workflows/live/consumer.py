@@ -22,7 +22,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from pydantic import ValidationError
 
-from workflows.events import broadcast
+from workflows.events import broadcast, frames
 from workflows.events.contract import Envelope, NoticeEvent
 from workflows.execution import commands
 from workflows.models import ChatWorkflow
@@ -34,8 +34,9 @@ logger = logging.getLogger(__name__)
 CLOSE_NOT_SIGNED_IN = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_BAD_REQUEST = 4400
-CLOSE_FELL_BEHIND = 1013
-"""Try Again Later: the page reconnects on its own and replays from where it was."""
+CLOSE_FELL_BEHIND = 4013
+"""Try again later (1013's meaning, in the range for applications: the WebSocket library
+refuses to send 1013 itself): the page reconnects on its own and replays from where it was."""
 FELL_BEHIND_EVENTS = 500
 """A viewer this many events behind the live stream is closed rather than fed inline."""
 
@@ -172,8 +173,13 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_FELL_BEHIND)
 
     async def send_frame(self, frame: Frame) -> None:
-        """Send one event in the format this viewer asked for."""
-        await self.send(text_data=frame.json if self.format == "json" else frame.html)
+        """Send one event in the format this viewer asked for, shortened when it would not
+        fit one WebSocket message (`frames`)."""
+        text = frame.json if self.format == "json" else frame.html
+        if not frames.fits(text):
+            fit = frames.fitted_json if self.format == "json" else frames.fitted_html
+            text = fit(frame.envelope)
+        await self.send(text_data=text)
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
