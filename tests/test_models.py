@@ -5,6 +5,7 @@ from django.db import IntegrityError, transaction
 
 from workflows import services
 from workflows.events import log as event_log
+from workflows.events.contract import TitleEvent
 from workflows.models import ChatWorkflow, Connection, WorkflowEvent
 
 pytestmark = pytest.mark.django_db
@@ -14,10 +15,9 @@ def test_event_append_gives_increasing_seq_per_workflow(alice):
     """Each workflow numbers its own events 1, 2, 3… independently of others."""
     first = services.workflow_create(owner=alice)
     second = services.workflow_create(owner=alice)
-    seqs = [
-        event_log.event_append(workflow_id=first.pk, type="status", payload={}).seq for _ in "abc"
-    ]
-    other = event_log.event_append(workflow_id=second.pk, type="status", payload={}).seq
+    title = TitleEvent(round=0, title="t")
+    seqs = [event_log.event_append(workflow_id=first.pk, event=title).seq for _ in "abc"]
+    other = event_log.event_append(workflow_id=second.pk, event=title).seq
     assert seqs == [1, 2, 3]
     assert other == 1
     first.refresh_from_db()

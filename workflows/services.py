@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.text import get_valid_filename
 
 from workflows.engine.records.events import MessageEvent
-from workflows.events.contract import Envelope, FeedbackEvent, TitleEvent, payload_of
+from workflows.events.contract import Envelope, FeedbackEvent, TitleEvent
 from workflows.events.log import event_append
 
 from . import rates
@@ -130,13 +130,7 @@ def message_feedback(*, message: ChatMessage, rating: int, comment: str = "") ->
             rating=rating,  # type: ignore[arg-type]
             comment=message.feedback_comment,
         )
-        stored = event_append(
-            workflow_id=message.workflow_id,
-            type=event.type,
-            payload=payload_of(event),
-            round=event.round,
-        )
-    return Envelope.from_row(stored)
+        return event_append(workflow_id=message.workflow_id, event=event)
 
 
 PENDING_UPLOAD_LABEL = "pending_upload"
@@ -315,13 +309,8 @@ def round_open(
             reruns=reruns,
             edited=source is not None and source.content != text,
         )
-        stored = event_append(
-            workflow_id=workflow.pk,
-            type=event.type,
-            payload=payload_of(event),
-            round=event.round,
-        )
-    return workflow, message, Envelope.from_row(stored)
+        stored = event_append(workflow_id=workflow.pk, event=event)
+    return workflow, message, stored
 
 
 TITLE_CHARS = ChatWorkflow._meta.get_field("title").max_length
@@ -339,8 +328,7 @@ def workflow_rename(*, workflow: ChatWorkflow, title: str) -> Envelope:
         workflow.title = title
         workflow.save(update_fields=["title", "updated"])
         event = TitleEvent(round=0, title=title)
-        stored = event_append(workflow_id=workflow.pk, type=event.type, payload=payload_of(event))
-    return Envelope.from_row(stored)
+        return event_append(workflow_id=workflow.pk, event=event)
 
 
 RUNNING = "This workflow is already running; stop it or wait for it."

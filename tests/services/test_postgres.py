@@ -18,6 +18,7 @@ django.setup()
 from django.contrib.auth import get_user_model
 from django.db import connection
 from workflows.events import log as event_log
+from workflows.events.contract import TitleEvent
 from workflows import services
 from workflows.models import WorkflowEvent
 
@@ -29,7 +30,8 @@ errors = []
 def append_many():
     try:
         for index in range(25):
-            event_log.event_append(workflow_id=workflow.pk, type="status", payload={"i": index})
+            title = TitleEvent(round=0, title=f"t{index}")
+            event_log.event_append(workflow_id=workflow.pk, event=title)
     except Exception as error:
         errors.append(repr(error))
     finally:

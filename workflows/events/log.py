@@ -1,5 +1,6 @@
-"""A workflow's event log: events appended under the next seqs of their workflow, in one
-short transaction that also keeps the workflow's place and token totals."""
+"""A workflow's event log: typed events appended under the next seqs of their workflow, in
+one short transaction that also keeps the workflow's place and token totals, each read back
+through the contract before the transaction commits."""
 
 from __future__ import annotations
 
@@ -10,50 +11,45 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import F
 
+from workflows.engine.records.events import UsageEvent
+from workflows.events.contract import AnyEvent, Envelope, payload_of
 from workflows.models import ChatWorkflow, WorkflowEvent
 
 
 @dataclass(frozen=True)
 class NewEvent:
-    """An event to append: its parts as stored."""
+    """An event to append, with its ordinal (its place in its round) when it has one."""
 
-    type: str
-    payload: dict[str, Any]
-    round: int = 0
-    task: int = 0
-    action: int = 0
-    tokens: tuple[int, int] | None = None
-    """(prompt, completion) tokens a usage event adds to the workflow's totals."""
+    event: AnyEvent
     ordinal: int | None = None
 
 
-def event_append(
-    *,
-    workflow_id: int,
-    type: str,
-    payload: dict[str, Any],
-    round: int = 0,
-    task: int = 0,
-    action: int = 0,
-    tokens: tuple[int, int] | None = None,
-    ordinal: int | None = None,
-) -> WorkflowEvent:
+def event_append(*, workflow_id: int, event: AnyEvent) -> Envelope:
     """Store the next event of a workflow under the next seq (see `events_append`)."""
-    event = NewEvent(type, payload, round, task, action, tokens, ordinal)
-    return events_append(workflow_id=workflow_id, events=[event])[0]
+    return events_append(workflow_id=workflow_id, events=[NewEvent(event)])[0]
 
 
-def events_append(*, workflow_id: int, events: Sequence[NewEvent]) -> list[WorkflowEvent]:
+def tokens_of(event: AnyEvent) -> tuple[int, int] | None:
+    """The (prompt, completion) tokens an event adds to its workflow's totals."""
+    if isinstance(event, UsageEvent):
+        return (event.prompt_tokens, event.completion_tokens)
+    return None
+
+
+def events_append(*, workflow_id: int, events: Sequence[NewEvent]) -> list[Envelope]:
     """Store events of a workflow under its next seqs, in order, in one transaction of two
-    statements however many they are (three where the database lacks UPDATE … RETURNING).
+    statements however many they are (three where the database lacks UPDATE … RETURNING);
+    their envelopes, each validated from the row as stored before the transaction commits,
+    so an event that does not fit the contract is never committed.
 
     The same row update moves the workflow's current task/action to the last event's that
     has one, and adds the usage events' tokens to its totals; each usage event then carries
     the workflow's total after it as `workflowTokens`.
     """
-    prompt = sum(event.tokens[0] for event in events if event.tokens)
-    completion = sum(event.tokens[1] for event in events if event.tokens)
-    placed = [event for event in events if event.task]
+    spends = [tokens_of(new.event) for new in events]
+    prompt = sum(spent[0] for spent in spends if spent)
+    completion = sum(spent[1] for spent in spends if spent)
+    placed = [new.event for new in events if new.event.task]
     with transaction.atomic(savepoint=False):  # inside the caller's transaction if any
         last_seq, total = _seqs_claim(
             workflow_id,
@@ -63,12 +59,12 @@ def events_append(*, workflow_id: int, events: Sequence[NewEvent]) -> list[Workf
         )
         seq, tokens = last_seq - len(events), total - prompt - completion
         rows = []
-        for event in events:
+        for new, spent in zip(events, spends, strict=True):
             seq += 1
-            payload = event.payload
-            if event.tokens:
-                tokens += sum(event.tokens)
-                payload = {**payload, "workflowTokens": tokens}
+            event = new.event
+            if spent:
+                tokens += sum(spent)
+                event = event.model_copy(update={"workflowTokens": tokens})
             rows.append(
                 WorkflowEvent(
                     workflow_id=workflow_id,
@@ -77,11 +73,12 @@ def events_append(*, workflow_id: int, events: Sequence[NewEvent]) -> list[Workf
                     round=event.round,
                     task=event.task,
                     action=event.action,
-                    payload=payload,
-                    ordinal=event.ordinal,
+                    payload=payload_of(event),
+                    ordinal=new.ordinal,
                 )
             )
-        return WorkflowEvent.objects.bulk_create(rows)
+        stored = WorkflowEvent.objects.bulk_create(rows)
+        return [Envelope.from_row(row) for row in stored]
 
 
 def _seqs_claim(

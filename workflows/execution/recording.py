@@ -17,7 +17,7 @@ from django.db.models import F
 from workflows.engine.model.money import Cost
 from workflows.engine.records.events import BaseEvent, MessageEvent, UsageEvent
 from workflows.events import log as event_log
-from workflows.events.contract import FINAL_STATUSES, Envelope, NoticeEvent, payload_of
+from workflows.events.contract import FINAL_STATUSES, Envelope, NoticeEvent
 from workflows.models import ChatDocument, ChatMessage, ChatWorkflow, WorkflowEvent
 
 Pending = tuple[BaseEvent, int | None]
@@ -63,31 +63,17 @@ def _record(
         for event, ordinal in events:
             if ordinal is not None and (event.round, ordinal) in skip:
                 continue
-            tokens = None
             match event:
-                case UsageEvent():
-                    tokens = (event.prompt_tokens, event.completion_tokens)
-                    if event.cost is not None:
-                        spent = round(spent + event.cost.total, 9)
-                        event = event.model_copy(update={"workflowCost": spent})
+                case UsageEvent(cost=Cost() as cost):
+                    spent = round(spent + cost.total, 9)
+                    event = event.model_copy(update={"workflowCost": spent})
                 case MessageEvent(messageId=None):
                     message = message_store(workflow_id, event)
                     event = event.model_copy(update={"messageId": message.pk})
-            new.append(
-                event_log.NewEvent(
-                    type=event.type,
-                    payload=payload_of(event),
-                    round=event.round,
-                    task=event.task,
-                    action=event.action,
-                    tokens=tokens,
-                    ordinal=ordinal,
-                )
-            )
+            new.append(event_log.NewEvent(event, ordinal))
         if not new:
             return []
-        rows = event_log.events_append(workflow_id=workflow_id, events=new)
-        return [Envelope.from_row(row) for row in rows]
+        return event_log.events_append(workflow_id=workflow_id, events=new)
 
 
 def _after_the_end(workflow_id: int, event: BaseEvent) -> bool:
