@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import mimetypes
 import re
 import uuid
 from pathlib import PurePosixPath
@@ -19,7 +18,7 @@ from workflows.engine.records.events import MessageEvent
 from workflows.events.contract import Envelope, FeedbackEvent, TitleEvent
 from workflows.events.log import event_append
 
-from . import rates
+from . import media_types, rates
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection
 
 
@@ -55,7 +54,8 @@ def document_create(
     # Keep only the last path component: a name can never climb out of the workflow folder.
     name = _CONTROL.sub(" ", name)  # a line break in a file name (from the CLI) breaks lists
     safe_name = PurePosixPath(name.replace("\\", "/")).name.strip() or "document"
-    mime = mime_type or mimetypes.guess_type(safe_name)[0] or "application/octet-stream"
+    # Whoever gave the type (a browser, an MCP server): a valid one, or the name's.
+    mime = media_types.clean(mime_type, name=safe_name)
     document = ChatDocument(
         workflow=workflow,
         message=message,

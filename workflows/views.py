@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 from workflows.events import broadcast
 from workflows.tools.documents import parse as extract
 
-from . import exports, rates, selectors, services
+from . import exports, media_types, rates, selectors, services
 from .execution import tools_panel
 from .forms import ConnectionForm, WorkflowCreateForm
 from .models import ChatWorkflow
@@ -100,7 +100,7 @@ def document_download(request: HttpRequest, workflow_id: int, document_id: int) 
         document.file.open("rb"),
         as_attachment=True,
         filename=document.name,
-        content_type=document.mime_type,
+        content_type=media_types.for_download(document.mime_type),
     )
 
 

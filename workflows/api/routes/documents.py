@@ -11,7 +11,7 @@ from django.http import FileResponse, Http404, HttpRequest
 from django.template.defaultfilters import filesizeformat
 from ninja import Path, Router, Status
 
-from workflows import rates, selectors, services
+from workflows import media_types, rates, selectors, services
 from workflows.api import shapes
 from workflows.api.auth import READ, RUN, caller
 from workflows.api.errors import Problem, invalid, rate_limited, responses
@@ -168,5 +168,5 @@ def document_content(
         document.file.open("rb"),
         as_attachment=True,
         filename=document.name,
-        content_type=document.mime_type,
+        content_type=media_types.for_download(document.mime_type),
     )
