@@ -14,7 +14,7 @@ import logging
 from contextlib import suppress
 from typing import Any
 
-from channels.layers import get_channel_layer
+from channels.layers import BaseChannelLayer, get_channel_layer
 
 from workflows.events.contract import Envelope
 from workflows.events.rendering import render_event
@@ -144,9 +144,17 @@ class Sender:
                     self._queue.task_done()
 
 
+def channel_layer() -> BaseChannelLayer:
+    """The channel layer; raises where none is configured (callers treat it as down)."""
+    layer = get_channel_layer()
+    if layer is None:  # said like a layer that is down, where the caller catches it
+        raise RuntimeError("no channel layer is configured (CHANNEL_LAYERS)")
+    return layer
+
+
 async def _send(group: str, message: dict[str, Any], *, what: str) -> bool:
     try:
-        await asyncio.wait_for(get_channel_layer().group_send(group, message), SEND_TIMEOUT_SECONDS)
+        await asyncio.wait_for(channel_layer().group_send(group, message), SEND_TIMEOUT_SECONDS)
     except Exception as error:  # the layer is down, slow or full; CancelledError passes
         logger.warning("could not send %s to %s: %s: %s", what, group, type(error).__name__, error)
         return False
@@ -158,7 +166,7 @@ async def check_layer() -> bool:
     cannot be reached would otherwise show only as one warning per event later)."""
     try:
         await asyncio.wait_for(
-            get_channel_layer().group_send("poweron.start", {"type": "start.check"}),
+            channel_layer().group_send("poweron.start", {"type": "start.check"}),
             SEND_TIMEOUT_SECONDS,
         )
     except Exception as error:  # noqa: BLE001 - said, and the process goes on

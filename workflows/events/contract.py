@@ -9,16 +9,19 @@ client receives and the HTML fragment the page receives are two renderings of on
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from workflows.engine.records.events import ENGINE_EVENTS, BaseEvent
+from workflows.engine.records.events import ENGINE_EVENTS, BaseEvent, EngineEvent
 
 ROUTING_FIELDS = frozenset({"type", "round", "task", "action"})
 """Envelope fields; everything else of an event is its payload."""
 
-FINAL_STATUSES = ("completed", "failed", "stopped")
+FinalStatus = Literal["completed", "failed", "stopped"]
+"""How a run ended."""
+
+FINAL_STATUSES: tuple[FinalStatus, ...] = get_args(FinalStatus)
 
 
 class RunEvent(BaseEvent):
@@ -63,13 +66,21 @@ class TitleEvent(BaseEvent):
     title: str
 
 
-HOST_EVENTS: tuple[type[BaseEvent], ...] = (RunEvent, NoticeEvent, FeedbackEvent, TitleEvent)
+HostEvent: TypeAlias = RunEvent | NoticeEvent | FeedbackEvent | TitleEvent
+"""The events the host adds to the engine's."""
 
-AnyEvent = Annotated[
-    Union[*ENGINE_EVENTS, *HOST_EVENTS],  # type: ignore[valid-type]  # noqa: UP007
-    Field(discriminator="type"),
-]
-any_event: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+HOST_EVENTS: tuple[type[BaseEvent], ...] = get_args(HostEvent)
+
+AnyEvent: TypeAlias = EngineEvent | HostEvent
+"""Every event of the contract: a union the type checker sees member by member, so a `match`
+over it is checked for exhaustiveness."""
+
+TypedEvent = Annotated[AnyEvent, Field(discriminator="type")]
+"""The union as pydantic validates it: by `type` (an unknown type or field fails)."""
+
+any_event: TypeAdapter[AnyEvent] = TypeAdapter(TypedEvent)
+"""Validates an event of any type."""
+
 
 EVENT_TYPES: tuple[str, ...] = tuple(
     model.model_fields["type"].default for model in (*ENGINE_EVENTS, *HOST_EVENTS)
@@ -85,7 +96,7 @@ class Envelope(BaseModel):
     seq: int | None
     """Per-workflow and increasing; None for what is never stored (live deltas, notices)."""
     at: datetime | None = None
-    event: AnyEvent
+    event: TypedEvent
 
     @property
     def type(self) -> str:
@@ -135,8 +146,19 @@ def payload_of(event: BaseEvent) -> dict[str, Any]:
     return event.model_dump(mode="json", exclude=set(ROUTING_FIELDS))
 
 
-def event_from(type: str, payload: dict[str, Any], *, round: int, task: int, action: int) -> Any:
+def event_from(
+    type: str, payload: dict[str, Any], *, round: int, task: int, action: int
+) -> AnyEvent:
     """The typed event from its stored parts; raises ValidationError on anything undeclared."""
     return any_event.validate_python(
         {**payload, "type": type, "round": round, "task": task, "action": action}
     )
+
+
+def engine_event(event: AnyEvent) -> EngineEvent | None:
+    """The event when it is one the engine emits; None for the host's own."""
+    match event:
+        case RunEvent() | NoticeEvent() | FeedbackEvent() | TitleEvent():
+            return None
+        case _:
+            return event

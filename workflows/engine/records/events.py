@@ -6,7 +6,7 @@ Each event is flat: `type`, the `round`/`task`/`action` it belongs to, then its 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict, get_args
+from typing import Annotated, Any, Literal, TypeAlias, TypedDict, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -364,7 +364,7 @@ class ApprovalEvent(BaseEvent):
     """The connection it will run with, by label (never the secret)."""
 
 
-Event = Annotated[
+EngineEvent: TypeAlias = (
     RoundEvent
     | TaskPlanEvent
     | TaskEvent
@@ -383,11 +383,15 @@ Event = Annotated[
     | StatusEvent
     | ErrorEvent
     | AskEvent
-    | ApprovalEvent,
-    Field(discriminator="type"),
-]
+    | ApprovalEvent
+)
+"""Every event the engine emits, as a plain union the type checker sees member by member
+(the host composes it with its own events into the full contract)."""
 
-ENGINE_EVENTS: tuple[type[BaseEvent], ...] = get_args(get_args(Event)[0])
+Event = Annotated[EngineEvent, Field(discriminator="type")]
+"""The engine's union, discriminated by `type` for validation."""
+
+ENGINE_EVENTS: tuple[type[BaseEvent], ...] = get_args(EngineEvent)
 """Every event model the engine emits; the host adds its own to make the full contract."""
 
 event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
