@@ -9,6 +9,7 @@ Layout:
                  lifespan)
     server.py    the SDK's low-level `Server`: tools/list and tools/call in a fixed order,
                  resources/list, resources/templates/list and resources/read
+    caller.py    who calls: the principal the endpoint put in the scope, and scope checks
     schemas.py   the tools' inputs and outputs (pydantic: the JSON Schemas clients see)
     tools.py     list_workflows, get_workflow, stop_run, and opening run_task's round
     following.py run_task while its round runs: a progress line per step, the step-limit

@@ -32,6 +32,9 @@ from workflows.api.auth import Principal
 from workflows.api.errors import REALM
 from workflows.live.origin import origin_allowed
 
+from .caller import SCOPE_KEY
+from .server import server
+
 logger = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
@@ -40,8 +43,6 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PATH = "/mcp"
-SCOPE_KEY = "poweron.principal"
-"""Where the endpoint puts the caller in the ASGI scope (read back by `principal_of`)."""
 REFUSALS = {
     "unknown": "The bearer token is not a token of this site.",
     "expired": "The bearer token has expired.",
@@ -164,8 +165,6 @@ class SessionManagers:
 def new_manager() -> StreamableHTTPSessionManager:
     """The SDK's session manager for PowerOn's server (Host and Origin are checked before
     it, against the site's own settings)."""
-    from .server import server
-
     return StreamableHTTPSessionManager(
         app=server,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),

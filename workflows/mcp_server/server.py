@@ -14,6 +14,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
 from . import following, resources, tools
+from .caller import ToolRefused, has_scope, principal_of
 from .schemas import (
     ListWorkflowsIn,
     RunTaskIn,
@@ -24,7 +25,6 @@ from .schemas import (
     WorkflowList,
     schema_of,
 )
-from .tools import ToolRefused, principal_of
 
 INSTRUCTIONS = (
     "PowerOn is an agent that solves a task with a Plan -> Act -> Observe -> Refine loop "
@@ -186,7 +186,7 @@ async def on_list_resources(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListResourcesResult:
     principal = principal_of(ctx)
-    if not tools.has_scope(principal, "read"):
+    if not has_scope(principal, "read"):
         return types.ListResourcesResult(resources=[])
     return await resources.list_resources(principal.user, params.cursor if params else None)
 
@@ -201,7 +201,7 @@ async def on_read_resource(
     ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
 ) -> types.ReadResourceResult:
     principal = principal_of(ctx)
-    if not tools.has_scope(principal, "read"):
+    if not has_scope(principal, "read"):
         raise resources.not_found(str(params.uri))
     return await resources.read_resource(principal.user, str(params.uri))
 
@@ -210,7 +210,7 @@ async def on_read_completion(
     ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
 ) -> types.CompleteResult:
     principal = principal_of(ctx)
-    if not tools.has_scope(principal, "read"):
+    if not has_scope(principal, "read"):
         return types.CompleteResult(completion=types.Completion(values=[]))
     return await resources.complete(principal.user, params)
 

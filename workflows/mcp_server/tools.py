@@ -18,7 +18,7 @@ from workflows.api.auth import Principal
 from workflows.execution import launcher
 from workflows.models import ChatMessage, ChatWorkflow
 
-from .endpoint import SCOPE_KEY
+from .caller import ToolRefused, require
 from .resources import document_uri, export_uri, listed_documents
 from .schemas import (
     DocumentOut,
@@ -34,32 +34,6 @@ from .schemas import (
 )
 
 LAST_ANSWER_CHARS = 4000
-
-
-class ToolRefused(Exception):
-    """The tool cannot do what was asked; the text says why (the result is an error)."""
-
-
-def principal_of(ctx: ServerRequestContext[Any, Any]) -> Principal:
-    """The caller of an MCP request (the endpoint authenticated it)."""
-    principal = ctx.request.scope.get(SCOPE_KEY) if ctx.request is not None else None
-    assert isinstance(principal, Principal), "an MCP request that did not pass the endpoint"
-    return principal
-
-
-def has_scope(principal: Principal, scope: str) -> bool:
-    """Whether the caller's token has `scope`."""
-    return principal.token is None or scope in principal.token.scopes
-
-
-def require(principal: Principal, scope: str) -> None:
-    """Refuse unless the caller's token has `scope`."""
-    token = principal.token
-    if token is not None and not has_scope(principal, scope):
-        raise ToolRefused(
-            f"This tool needs a token with the scope {scope!r}; this one has "
-            f"{', '.join(token.scopes)}. Make one with that scope on PowerOn's API tokens page."
-        )
 
 
 def site_of(ctx: ServerRequestContext[Any, Any]) -> str:
