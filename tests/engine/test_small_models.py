@@ -309,15 +309,16 @@ def test_answer_templates_hold_no_copyable_placeholders(name: str) -> None:
 async def test_a_plan_with_no_tasks_is_answered_from_the_models_own_knowledge() -> None:
     """A request that needs no action: no task, no tool, an answer from the model's own
     knowledge, marked as such by the host."""
-    llm = ScriptedLLM([{"overview": "Arithmetic.", "tasks": []}, "17 × 23 = 391."])
-    events = await collect(make_state(prompt="What is 17*23?"), llm)
+    llm = ScriptedLLM([{"overview": "Capital.", "tasks": []}, "Paris is the capital."])
+    events = await collect(make_state(prompt="What is the capital of France?"), llm)
     llm.assert_complete()
     assert [c.kind for c in llm.calls] == ["taskplan", "final"]
     system, user = llm.calls[1].messages
     assert "directly from your own knowledge" in system["content"]
-    assert user == {"role": "user", "content": "What is 17*23?"}
+    assert user == {"role": "user", "content": "What is the capital of France?"}
     answer = of(events, "message")[-1]
-    assert answer.content.startswith("17 × 23 = 391.") and answer.content.endswith(OWN_KNOWLEDGE)
+    assert answer.content.startswith("Paris is the capital.")
+    assert answer.content.endswith(OWN_KNOWLEDGE)
     assert answer.status == "completed" and events[-1].status == "completed"
 
 

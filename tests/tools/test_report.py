@@ -276,3 +276,23 @@ def test_pdf_rich_markdown_with_a_unicode_font():
     text = pdf_text(markdown_to_pdf("t", markdown, font=str(DEJAVU)))
     for expected in ("Zażółć", "gęślą jaźń код", "cytat", "ł ő", "λ = 1"):
         assert expected in text
+
+
+async def test_a_report_keeps_to_its_sources():
+    """The body is checked against the inputs: a sentence with a figure they do not hold is
+    taken out and listed at the end, an invented sentence is marked where it stands, the true
+    ones stay as written, and the step's notes say how much was supported."""
+    body = (
+        "Otters were seen 12 times this spring (survey.pdf, p. 1).\n\n"
+        "- The river now holds 340 otters.\n"
+        "- Local volunteers praised the beautiful riverside cafes.\n"
+    )
+    result, _ = await run_report(body)
+    markdown = by_mime(result)["text/markdown"].decode()
+    kept, _, check = markdown.partition("\n---\n")
+    assert "Otters were seen 12 times this spring (survey.pdf, p. 1)." in kept
+    assert "340" not in kept
+    assert "riverside cafes. *(not found in the sources)*" in kept
+    assert "Taken out (not in the sources):\n\n- The river now holds 340 otters. (340)" in check
+    assert "1 of 3 sentences is supported by the 1 source" in check
+    assert result.notes[1].startswith("Source check: 1 of 3 sentences is supported")

@@ -13,6 +13,8 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+from workflows.engine.loop.asked import calculation_note, requested_unavailable
+from workflows.engine.loop.checks import arithmetic_note, sources_note
 from workflows.engine.loop.core import BUDGET_CODES, RoundContext
 from workflows.engine.prompting.history import render_history
 from workflows.engine.prompting.prompts import build, render_list
@@ -142,8 +144,12 @@ def unread_line(ctx: RoundContext) -> str:
 
 
 def missing_line(ctx: RoundContext) -> str:
-    """The actions the model wanted that are not available here, with why ("" when none)."""
+    """The actions the model wanted, or the request names or needs (web search for current
+    facts), that are not available here, with why ("" when none): said first, whether the
+    task plan chose actions or a direct answer."""
     missing = {name: why for task in ctx.tasks for name, why in task.missing.items()}
+    for name, why in requested_unavailable(ctx.state.prompt, unavailable_actions(ctx)).items():
+        missing.setdefault(name, why)
     if not missing:
         return ""
     parts = [f"{name} — {' '.join(why.split())}" for name, why in missing.items()]
@@ -210,7 +216,7 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
         text = budget_answer(ctx, exhausted[1])
         yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
     else:
-        text = failures_line(ctx) + missing_line(ctx) + unread_line(ctx)
+        text = head = failures_line(ctx) + missing_line(ctx) + unread_line(ctx)
         if text:
             yield DeltaEvent(round=ctx.round, key=key, text=text, offset=0)
         if drafted := drafted_answer(ctx):  # written by refine or the review: no call of its own
@@ -224,7 +230,9 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
                 elif piece:
                     yield DeltaEvent(round=ctx.round, key=key, text=piece, offset=len(text))
                     text += piece
+        written = text[len(head) :]  # the model's part, after the host's lines
         note = unsupported_claims(text, ctx, documents)
+        note += arithmetic_note(ctx, written) + await sources_note(ctx, written)
         if not ctx.tasks:  # the host, not the model, says where the answer comes from
             note = f"{note}\n\n{OWN_KNOWLEDGE}"
         if drafted:
@@ -295,6 +303,8 @@ def answer_messages(ctx: RoundContext, documents: list[DocumentRef]) -> list[Mes
         if unavailable:  # said last too: a small model follows what it read last
             note = "; ".join(unavailable)
             messages[-1]["content"] += f"{HOST_NOTE}not available here: {note})"
+        if computed := calculation_note(ctx.state.prompt):  # exact, where a small model is not
+            messages[-1]["content"] += f"{HOST_NOTE}computed exactly: {computed})"
         return messages
     return chat(
         "final",

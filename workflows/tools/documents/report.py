@@ -9,6 +9,13 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.engine.loop.faithfulness import (
+    CAVEAT,
+    check_sources,
+    shortened,
+    why,
+    without_invented,
+)
 from workflows.engine.records.protocols import (
     ActionContext,
     ActionResult,
@@ -84,6 +91,9 @@ class DocumentGenerateReport:
             return _failure(f"document.generateReport: the model call failed: {error}")
         if not body:
             return _failure("document.generateReport: the model wrote an empty report")
+        checked = ""
+        if not is_demo(ctx.llm):  # the demo's digest is the sources' own text
+            body, checked = kept_to_sources(body, sources, title, ctx.objective)
         markdown = report_markdown(title, body, sources)
         stem = file_stem(title)
         # Laying out a PDF takes a while for a long report: off the event loop. fpdf2 is
@@ -108,6 +118,7 @@ class DocumentGenerateReport:
         notes = [
             f"report {title!r}: {len(body.split())} words from {len(sources)} source(s), "
             f"{calls} model call(s); Markdown, HTML and PDF",
+            *([f"Source check: {checked}"] if checked else []),
         ]
         return ActionResult(
             success=True, label="report", documents=documents, notes=notes, unread=failures
@@ -149,6 +160,27 @@ class DocumentGenerateReport:
         return clean_body(body), material.calls
 
 
+def kept_to_sources(
+    body: str, sources: list[Source], title: str, objective: str
+) -> tuple[str, str]:
+    """The body checked against its sources (a string check, no model call): sentences with a
+    figure or a quote the sources do not hold are taken out and listed at the end, other
+    unsupported ones marked where they stand. Returns the body and the check's summary for
+    the step ("" when there was nothing to check)."""
+    check = check_sources(body, [s.extracted.text for s in sources], context=[title, objective])
+    if not check.checked:
+        return body, ""
+    kept, removed = without_invented(body, check)
+    summary = check.summary()
+    if removed:
+        summary += f" {len(removed)} sentence(s) with figures or quotes not in them taken out."
+    lines = [f"_Checked against the sources by PowerOn: {summary} ({CAVEAT}.)_"]
+    if removed:
+        lines += ["", "Taken out (not in the sources):", ""]
+        lines += [f"- {_escape_markdown(shortened(c.text, 300))}{why(c)}" for c in removed]
+    return f"{kept}\n\n---\n\n" + "\n".join(lines), summary
+
+
 def report_title(title: str | None, objective: str) -> str:
     """The given title, else the objective's first line, else "Report"; one line, capped."""
     for candidate in (title, objective):
@@ -176,7 +208,7 @@ def sources_markdown(sources: list[Source]) -> str:
     lines = []
     for number, source in enumerate(sources, start=1):
         name = _escape_markdown(source.label)
-        url = source.ref.source_url
+        url = source.ref.sourceUrl
         lines.append(f"{number}. {name} — <{url}>" if url and _is_web(url) else f"{number}. {name}")
     return "\n".join(lines)
 
