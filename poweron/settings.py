@@ -84,6 +84,9 @@ def development_secret_key() -> str:
 
 
 DEBUG = env_bool("DEBUG", False)
+# Error pages and reports without secrets, with DEBUG on too (poweron/debug.py).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "poweron.debug.SecretSafeFilter"
+DEFAULT_EXCEPTION_REPORTER = "poweron.debug.SecretSafeReporter"
 SECRET_KEY = os.environ.get("SECRET_KEY") or development_secret_key()
 # Earlier keys, still accepted for sessions and for opening sealed connection secrets.
 SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", "")
