@@ -52,7 +52,7 @@ REFUSALS = {
 
 def is_mcp(scope: Scope) -> bool:
     """Whether an HTTP request is for the MCP endpoint."""
-    return scope["type"] == "http" and scope.get("path", "").rstrip("/") == PATH
+    return scope["type"] == "http" and str(scope.get("path", "")).rstrip("/") == PATH
 
 
 def mount(http_app: App) -> App:

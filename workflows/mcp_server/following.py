@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import mcp_types as types
@@ -44,6 +44,8 @@ EMBED_TEXT_BYTES = 100_000
 a link to read with resources/read."""
 STEPS_MOST = 50
 GONE = "The workflow was deleted while the round ran."
+ENDS: dict[str, Literal["completed", "stopped"]] = {"completed": "completed", "stopped": "stopped"}
+"""How a round ended, as run_task says it (any other end is "failed")."""
 PROGRESS_TYPES = {"taskplan", "task", "plan", "act", "observe", "refine", "review", "thought",
                   "ask", "approval"}  # fmt: skip
 
@@ -159,8 +161,9 @@ async def answer_question(
             logger.info("elicitation failed, answering the default: %s", error)
         else:
             content = said.content or {}
-            if said.action == "accept" and kind == "extend":
-                value = min(STEPS_MOST, max(0, int(content.get("steps") or 0)))
+            steps = content.get("steps")
+            if said.action == "accept" and kind == "extend" and isinstance(steps, int | float):
+                value = min(STEPS_MOST, max(0, int(steps)))
             elif said.action == "accept":
                 value = content.get("approve") is True
     with contextlib.suppress(launcher.CommandRefused):  # answered or ended meanwhile
@@ -240,7 +243,7 @@ async def result(reading: RoundReading, opened: Opened, page: str) -> types.Call
     out = RunTaskOut(
         workflow=opened.workflow.pk,
         round=opened.round,
-        status=reading.status if reading.status in ("completed", "stopped") else "failed",
+        status=ENDS.get(reading.status, "failed"),
         reason=reading.reason,
         answer=answer,
         documents=[document_out(d) for d, _ in documents],

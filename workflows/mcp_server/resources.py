@@ -9,6 +9,7 @@ from typing import Any
 
 import mcp_types as types
 from channels.db import database_sync_to_async
+from django.db.models import QuerySet
 from django.http import Http404
 from mcp.shared.exceptions import MCPError
 
@@ -78,7 +79,7 @@ def not_found(uri: str) -> MCPError:
     )
 
 
-def listed_documents(workflow: ChatWorkflow):
+def listed_documents(workflow: ChatWorkflow) -> QuerySet[ChatDocument]:
     """A workflow's documents as listed: every one but uploads not sent yet."""
     return workflow.documents.exclude(label=PENDING_UPLOAD_LABEL).order_by("created", "id")
 
@@ -163,8 +164,8 @@ def complete(user: Any, params: types.CompleteRequestParams) -> types.CompleteRe
             )
             if chosen.isdigit():
                 found = found.filter(workflow_id=int(chosen))
-            ids = found.order_by("-id").values_list("pk", flat=True)
-            values = [str(pk) for pk in ids if str(pk).startswith(typed)]
+            documents = found.order_by("-id").values_list("pk", flat=True)
+            values = [str(pk) for pk in documents if str(pk).startswith(typed)]
     shown = values[:100]
     completion = types.Completion(values=shown, total=len(values), has_more=len(values) > 100)
     return types.CompleteResult(completion=completion)

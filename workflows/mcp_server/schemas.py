@@ -184,7 +184,9 @@ class StopOut(BaseModel):
     message: str
 
 
-def schema_of(model: type[BaseModel], *, mode: Literal["validation", "serialization"]) -> dict:
+def schema_of(
+    model: type[BaseModel], *, mode: Literal["validation", "serialization"]
+) -> dict[str, Any]:
     """A model's JSON Schema with every `$ref` replaced by its definition."""
     schema = model.model_json_schema(mode=mode)
     definitions = schema.pop("$defs", {})

@@ -5,7 +5,7 @@ is in `following`). Each tool checks the token's scope: `read` to see, `run` to 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -24,6 +24,7 @@ from .schemas import (
     DocumentOut,
     InlineDocument,
     ListWorkflowsIn,
+    Mode,
     Question,
     RunTaskIn,
     StopOut,
@@ -76,7 +77,7 @@ def list_workflows(principal: Principal, args: ListWorkflowsIn) -> WorkflowList:
             WorkflowSummary(
                 id=w.pk,
                 title=str(w),
-                mode=w.mode,
+                mode=cast(Mode, w.mode),
                 status=w.status,
                 currentRound=w.current_round,
                 updated=w.updated,
@@ -108,7 +109,7 @@ def get_workflow(principal: Principal, args: WorkflowIn, site: str) -> WorkflowD
     return WorkflowDetail(
         id=workflow.pk,
         title=str(workflow),
-        mode=workflow.mode,
+        mode=cast(Mode, workflow.mode),
         status=run["status"],
         statusReason=workflow.status_reason,
         currentRound=workflow.current_round,
