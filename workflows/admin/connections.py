@@ -31,8 +31,9 @@ class ConnectionAdminForm(McpChecks, forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if self.instance.pk:  # a stored secret stays with its owner and what it is for
-            self.fields["owner"].disabled = True
-            self.fields["kind"].disabled = True
+            for name in ("owner", "kind"):
+                if name in self.fields:  # a view-only page has none
+                    self.fields[name].disabled = True
 
     def clean(self) -> dict:
         data = super().clean()
@@ -51,10 +52,43 @@ class ConnectionAdminForm(McpChecks, forms.ModelForm):
         return data
 
 
+SECRET_STATES = {
+    "set": "Set (write-only: never shown; with the right to change it, replace it below).",
+    "unreadable": "Set, but it no longer opens with the site's key: enter it again.",
+    "none": "Not set.",
+}
+
+
 @admin.register(Connection)
 class ConnectionAdmin(SecretSafeAdmin):
+    """A connection's secret is never shown, to anyone: whether one is set is (`secret_state`),
+    and staff who may change connections get a write-only field to replace it; a page for
+    staff who may only view has no secret field at all (its value would be shown)."""
+
     form = ConnectionAdminForm
     list_display = ("label", "kind", "url", "owner", "created")
     list_filter = ("kind",)
     search_fields = ("label", "url", "owner__username")
     raw_id_fields = ("owner",)
+    readonly_fields = ("secret_state",)
+
+    def get_fields(self, request, obj=None):
+        fields = ["owner", "label", "kind", "url"]
+        if obj is not None:
+            fields.append("secret_state")
+        if obj is None or self.has_change_permission(request, obj):
+            fields.append("secret")
+        return fields
+
+    def get_readonly_fields(self, request, obj=None):
+        readonly = list(super().get_readonly_fields(request, obj))
+        return [name for name in readonly if name != "secret"]
+
+    @admin.display(description="Secret")
+    def secret_state(self, connection: Connection) -> str:
+        """Whether a secret is stored, never what it is."""
+        if connection.needs_secret_again:
+            return SECRET_STATES["unreadable"]
+        if not connection.secret:
+            return SECRET_STATES["none"]
+        return SECRET_STATES["set"]
