@@ -322,6 +322,10 @@ POWERON_APPROVAL_METHODS = env_list("POWERON_APPROVAL_METHODS", "")
 # MCP servers whose tools join the catalog: JSON (name -> {command | url, headers, env, tools,
 # approval, timeout, max_output_chars}) or "@/path/to/servers.json". See the README's Tools.
 POWERON_MCP_SERVERS = os.environ.get("POWERON_MCP_SERVERS", "")
+# What one MCP tool call may bring back: its files together (each as large as an upload may
+# be), and how many files (its text and structured content come on top).
+POWERON_MCP_MAX_RESULT_BYTES = env_int("POWERON_MCP_MAX_RESULT_BYTES", 20 * 1024 * 1024, low=1024)
+POWERON_MCP_MAX_DOCUMENTS = env_int("POWERON_MCP_MAX_DOCUMENTS", 10, low=1, high=100)
 
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").strip().upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:

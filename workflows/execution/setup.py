@@ -239,7 +239,15 @@ async def build(workflow: ChatWorkflow) -> RoundParts:
     """The model, the tools (the MCP servers' listed too) and the owner's connection secrets
     for a round (the model and the MCP connections are made in the round's own loop)."""
     connections = await database_sync_to_async(selectors.usable_connections)(user=workflow.owner)
-    hub = mcp.McpHub(mcp_servers(connections), allow_hosts=settings.POWERON_FETCH_ALLOW_HOSTS)
+    hub = mcp.McpHub(
+        mcp_servers(connections),
+        allow_hosts=settings.POWERON_FETCH_ALLOW_HOSTS,
+        limits=mcp_tools.ResultLimits(
+            document_bytes=settings.POWERON_MAX_UPLOAD_BYTES,
+            result_bytes=settings.POWERON_MCP_MAX_RESULT_BYTES,
+            documents=settings.POWERON_MCP_MAX_DOCUMENTS,
+        ),
+    )
     extra, failures = await hub.catalog() if hub.servers else ([], {})
     # The model is told that a server's tools are missing, in our words: a failure's text may
     # carry the server's own (the Tools panel shows it whole).

@@ -32,7 +32,15 @@ from pydantic import ValidationError
 
 from workflows.engine.records.protocols import ActionResult
 from workflows.tools.mcp.servers import McpServer, redact
-from workflows.tools.mcp.tools import McpTool, ToolSpec, catalog_name, to_result, tool_class
+from workflows.tools.mcp.tools import (
+    McpTool,
+    ResultLimits,
+    ToolSpec,
+    catalog_name,
+    listed_spec,
+    to_result,
+    tool_class,
+)
 from workflows.tools.mcp.transport import (
     CONNECT_SECONDS,
     Resolver,
@@ -85,8 +93,11 @@ class McpHub:
         *,
         allow_hosts: Iterable[str] = (),
         resolve: Resolver = system_resolve,
+        limits: ResultLimits | None = None,
     ) -> None:
         self.servers = {server.name: server for server in servers}
+        self.limits = limits or ResultLimits()
+        """What one call may bring back (`results`), and so one HTTP response."""
         self.allow_hosts = frozenset(allow_hosts)
         self.resolve = resolve
         self._clients: dict[str, asyncio.Future[Any]] = {}
@@ -144,9 +155,12 @@ class McpHub:
             client = await self.client(server)
             async with asyncio.timeout(CONNECT_SECONDS):
                 listed = await client.list_tools()
+            # Without the server's credentials from here on: the Tools panel and the prompts
+            # show what is kept.
             specs = [
-                ToolSpec(t.name, t.description or "", dict(t.input_schema or {}))
+                spec
                 for t in listed.tools
+                if (spec := listed_spec(server, t.name, t.description or "", t.input_schema))
             ]
             listing = Listing(tools=specs, at=time.monotonic())
         except ServerUnavailable as error:
@@ -195,7 +209,13 @@ class McpHub:
             else None
         )
         try:
-            transport = transport_of(server, refusals.append, pinned=pinned, errlog=errlog)
+            transport = transport_of(
+                server,
+                refusals.append,
+                pinned=pinned,
+                errlog=errlog,
+                response_bytes=self.limits.response_bytes,
+            )
             async with Client(transport, mode="legacy") as client:
                 ready.set_result(client)
                 await self._closing.wait()
@@ -233,7 +253,7 @@ class McpHub:
             )
         except Exception as error:  # noqa: BLE001 - a server's failure is the action's failure
             return ActionResult(success=False, error=describe_failure(server, error))
-        return to_result(server, tool, result)
+        return to_result(server, tool, result, self.limits)
 
     async def aclose(self) -> None:
         """Close every connection of the run (stdio servers are stopped)."""

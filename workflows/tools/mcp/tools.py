@@ -3,24 +3,21 @@
 Each listed tool becomes an action named `<server>.<tool>` whose Parameters model is built from
 the tool's input schema (checked against the whole schema before a call); a result's text,
 structured content, resources and images become documents, capped and without the server's
-credentials.
+credentials (`results`: bounded like uploads).
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar, Protocol
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
-from workflows.engine.records.protocols import ActionContext, ActionResult, ProducedDocument
-from workflows.tools.mcp.servers import McpServer, redact, redact_bytes
+from workflows.engine.records.protocols import ActionContext, ActionResult
+from workflows.tools.mcp.results import ResultLimits, redact_values, result_of
+from workflows.tools.mcp.servers import McpServer, redact
 
 DESCRIPTION_CHARS = 160
 """A tool's description as the model sees it (the first sentence, at most this long)."""
@@ -44,6 +41,16 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
+
+
+def listed_spec(server: McpServer, name: str, description: str, schema: Any) -> ToolSpec | None:
+    """A tool as a server listed it, without the server's credentials in its description or
+    schema (descriptions, enums, defaults: a server may echo its Authorization header); None
+    for a tool whose very name holds one (it is left out: its name would show it)."""
+    if redact(server, name) != name:
+        return None
+    schema = redact_values(server, schema if isinstance(schema, dict) else {})
+    return ToolSpec(name, redact(server, description or ""), schema)
 
 
 def catalog_name(tool: str) -> str:
@@ -162,73 +169,14 @@ def tool_class(server: McpServer, spec: ToolSpec) -> type[McpTool]:
     )
 
 
-def to_result(server: McpServer, tool: str, result: Any) -> ActionResult:
-    """A tool's result as documents and notes: text as Markdown, structured content as JSON,
-    embedded resources and images as files; a server-reported error as a failure."""
-    cap = server.max_output_chars
-    texts: list[str] = []
-    documents: list[ProducedDocument] = []
-    notes: list[str] = []
-    base = catalog_name(tool)
-    for position, block in enumerate(result.content or [], start=1):
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            texts.append(block.text)
-        elif kind in ("image", "audio"):
-            data = redact_bytes(server, base64.b64decode(block.data))
-            extension = (block.mime_type or "application/octet-stream").split("/")[-1][:8]
-            documents.append(
-                ProducedDocument(
-                    name=f"{base}_{position}.{extension}", mime=block.mime_type, data=data
-                )
-            )
-        elif kind == "resource":
-            resource = block.resource
-            name = Path(urlsplit(redact(server, str(resource.uri))).path).name
-            name = name or f"{base}_{position}"
-            if getattr(resource, "text", None) is not None:
-                data = redact(server, resource.text).encode()
-            else:
-                data = redact_bytes(server, base64.b64decode(resource.blob))
-            mime = resource.mime_type or "application/octet-stream"
-            documents.append(ProducedDocument(name=name[:120], mime=mime, data=data))
-        elif kind == "resource_link":
-            notes.append(redact(server, f"Linked resource: {block.uri}"))
-    text = redact(server, "\n\n".join(texts))
-    if len(text) > cap:
-        notes.append(f"The result was cut to {cap:,} characters (it had {len(text):,}).")
-        text = text[:cap]
-    if result.is_error:
-        return ActionResult(
-            success=False,
-            error=f"{server.name}.{tool} reported an error: {' '.join(text.split())[:500]}",
-        )
-    if text:
-        documents.insert(
-            0, ProducedDocument(name=f"{base}.md", mime="text/markdown", data=text.encode())
-        )
-    if result.structured_content is not None:
-        content = redact_values(server, result.structured_content)
-        structured = json.dumps(content, indent=2, ensure_ascii=False)
-        documents.append(
-            ProducedDocument(
-                name=f"{base}.json", mime="application/json", data=structured[:cap].encode()
-            )
-        )
-    if not documents:
-        notes.append(f"{server.name}.{tool} returned nothing.")
-    return ActionResult(success=True, documents=documents, label=base[:40], notes=notes)
+def to_result(
+    server: McpServer, tool: str, result: Any, limits: ResultLimits | None = None
+) -> ActionResult:
+    """A tool's result as documents and notes, named after the tool (`results.result_of`)."""
+    return result_of(server, tool, catalog_name(tool), result, limits or ResultLimits())
 
 
-def redact_values(server: McpServer, value: Any) -> Any:
-    """Structured content without the server's credentials, in its keys and strings."""
-    if isinstance(value, str):
-        return redact(server, value)
-    if isinstance(value, dict):
-        return {redact(server, str(k)): redact_values(server, v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_values(server, item) for item in value]
-    return value
+__all__ = ["ResultLimits", "redact_values", "to_result"]
 
 
 def approval_patterns(servers: Sequence[McpServer]) -> list[str]:

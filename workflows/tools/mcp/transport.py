@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -56,17 +56,46 @@ async def system_resolve(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
+class ResponseTooLarge(httpx2.StreamError):
+    """A server's response passed its bound and was not read further (the SDK answers the
+    call with this error instead of waiting for its timeout)."""
+
+
+class _Bounded(httpx2.AsyncByteStream):
+    """A response body that fails once it passes `limit` bytes."""
+
+    def __init__(self, inner: Any, limit: int) -> None:
+        self.inner = inner
+        self.limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self.inner:
+            seen += len(chunk)
+            if seen > self.limit:
+                raise ResponseTooLarge(
+                    f"its response passed {self.limit:,} bytes and was not read further "
+                    "(POWERON_MCP_MAX_RESULT_BYTES)"
+                )
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 def transport_of(
     server: ServerSpec,
     refused: Callable[[int], None] = lambda status: None,
     *,
     pinned: str | None = None,
     errlog: Any = None,
+    response_bytes: int | None = None,
 ) -> Any:
     """What the SDK's Client connects to: a stdio server's process (its stderr written to
     `errlog`, a file, when given), or an HTTP transport with the server's headers and no
     environment proxy (`refused` hears every status of 400 and more; `pinned`: the checked
-    address every request of this server's host goes to)."""
+    address every request of this server's host goes to; `response_bytes`: the most one
+    response, or one of its events, may carry: the SDK reads a JSON response whole)."""
     if server.command:
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
@@ -80,6 +109,8 @@ def transport_of(
     async def hear(response: Any) -> None:
         if response.status_code >= 400:
             refused(response.status_code)
+        if response_bytes:
+            response.stream = _Bounded(response.stream, response_bytes)
 
     host = (urlsplit(server.url).hostname or "").lower()
     network = httpx2.AsyncHTTPTransport(trust_env=False)
@@ -90,7 +121,8 @@ def transport_of(
         event_hooks={"response": [hear]},
         transport=PinnedTransport(network, host, pinned) if pinned else network,
     )
-    return _HttpTransport(streamable_http_client(server.url, http_client=client), client)
+    sized = {"max_sse_event_size": response_bytes} if response_bytes else {}
+    return _HttpTransport(streamable_http_client(server.url, http_client=client, **sized), client)
 
 
 class PinnedTransport(httpx2.AsyncBaseTransport):
