@@ -14,6 +14,9 @@ from mcp.shared.exceptions import MCPError
 from tests.api.live_app import make_token
 from tests.mcp_server.live import SLOW, connected, sign_in
 
+# Starting the package's app (several Django processes) is charged to the first test.
+pytestmark = pytest.mark.timeout(300)
+
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 INITIALIZE = {
     "jsonrpc": "2.0",

@@ -15,7 +15,10 @@ import pytest
 
 from tests.mcp_server.live import SLOW, connected
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
-from tests.support.replies import params, review, select, stop, taskplan
+from tests.support.replies import cont, params, review, select, stop, taskplan
+
+# Starting the package's app (several Django processes) is charged to the first test.
+pytestmark = pytest.mark.timeout(300)
 
 NOTES = "Solar power grew by 40 percent in 2023.\nWind farms produced steady power.\n"
 SUMMARY = "Solar grew 40 percent in 2023; wind was steady."
@@ -189,3 +192,49 @@ async def until(condition, timeout: float = SLOW) -> None:
     while not await asyncio.to_thread(condition):
         assert time.monotonic() < deadline, "the condition was not met in time"
         await asyncio.sleep(0.1)
+
+
+async def test_the_step_limit_question_is_asked_by_elicitation(live, model):
+    """At a workflow's step limit the question comes as an elicitation; answering 0 more
+    steps stops the task with its work kept, and the round ends with its answer (failed:
+    the task was cut short while more was needed)."""
+    with live.api(live.alice.tokens["read+run"]) as api:
+        made = api.post("/workflows", json={"title": "Short", "mode": "react", "maxSteps": 1})
+    workflow = made.json()["id"]
+    first = select("ai.process", parametersSchema={"fields": []})
+    model.add(
+        taskplan("Summarise in steps", first=first),
+        params(aiPrompt="Summarise"),
+        SUMMARY,
+        cont("One more pass."),
+        review("success"),  # the host makes it incomplete: cut short at the limit
+        ANSWER,
+    )
+    asked: list[types.ElicitRequestParams] = []
+
+    async def answer(context, request):
+        asked.append(request)
+        if "approve" in request.requested_schema["properties"]:
+            return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="accept", content={"steps": 0})
+
+    async with connected(
+        live.url, live.alice.tokens["run"], mode="legacy", elicitation_callback=answer
+    ) as client:
+        result = await client.call_tool(
+            "run_task", {"task": "Summarise in steps", "workflow": workflow}
+        )
+    steps = [r for r in asked if "steps" in r.requested_schema["properties"]]
+    assert len(steps) == 1 and "step" in steps[0].message
+    out = result.structured_content
+    assert out["workflow"] == workflow and out["status"] == "failed"  # not finished
+    assert "maximum of 1 step" in out["reason"] and ANSWER in out["answer"]
+    model.assert_complete()
+    with live.api(live.alice.tokens["read"]) as api:
+        events = api.get(f"/workflows/{workflow}/events", params={"limit": 500}).json()
+    asks = [
+        (e["payload"]["status"], e["payload"]["granted"])
+        for e in events["events"]
+        if e["type"] == "ask"
+    ]
+    assert asks == [("waiting", 0), ("answered", 0)]

@@ -20,6 +20,9 @@ from tests.mcp_server.live import SLOW
 from tests.support.apps import ROOT
 from tests.support.header_proxy import HeaderProxy
 
+# Starting the package's app (several Django processes) is charged to the first test.
+pytestmark = pytest.mark.timeout(600)
+
 HERE = Path(__file__).parent
 BASELINE = HERE / "conformance-baseline.yml"
 SUITE = ROOT / "node_modules/@modelcontextprotocol/conformance/dist/index.js"

@@ -30,11 +30,12 @@ class HeaderProxy:
             host="127.0.0.1",
             port=self.port,
             log_level="warning",
-            lifespan="off",
+            lifespan="on",
             interface="asgi3",
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.client: httpx.AsyncClient | None = None
 
     @property
     def url(self) -> str:
@@ -53,7 +54,8 @@ class HeaderProxy:
         self.thread.join(timeout=15)
 
     async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
+            await self.lifespan(receive, send)
             return
         body = b""
         while True:
@@ -66,15 +68,28 @@ class HeaderProxy:
         target = self.upstream + scope["raw_path"].decode()
         if scope.get("query_string"):
             target += "?" + scope["query_string"].decode()
-        async with httpx.AsyncClient(timeout=None, trust_env=False) as client:
-            request = client.build_request(
-                scope["method"], target, headers=headers + self.headers, content=body
-            )
-            response = await client.send(request, stream=True)
-            try:
-                await self.relay(response, receive, send)
-            finally:
-                await response.aclose()
+        if self.client is None:  # made in the proxy's own loop; its connections are reused
+            self.client = httpx.AsyncClient(timeout=None, trust_env=False)
+        request = self.client.build_request(
+            scope["method"], target, headers=headers + self.headers, content=body
+        )
+        response = await self.client.send(request, stream=True)
+        try:
+            await self.relay(response, receive, send)
+        finally:
+            await response.aclose()
+
+    async def lifespan(self, receive: Any, send: Any) -> None:
+        """Close the upstream connections when the proxy stops."""
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self.client is not None:
+                    await self.client.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
 
     async def relay(self, response: httpx.Response, receive: Any, send: Any) -> None:
         """Send the upstream answer on as it comes; stop when the client goes away."""
