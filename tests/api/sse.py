@@ -94,7 +94,7 @@ class AsgiStream:
         self.events: list[Event] = []
         self.ended = False
 
-    async def open(self, timeout: float = 10) -> tuple[int, dict[str, str]]:
+    async def open(self, timeout: float = 120) -> tuple[int, dict[str, str]]:
         """Send the request; the answer's status and headers."""
         await self.communicator.send_input({"type": "http.request", "body": self.request_body})
         start = await self.communicator.receive_output(timeout)
@@ -102,7 +102,7 @@ class AsgiStream:
         headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
         return start["status"], headers
 
-    async def body(self, timeout: float = 10) -> bytes:
+    async def body(self, timeout: float = 120) -> bytes:
         """The whole body of an answer that ends (a refusal)."""
         data = b""
         while True:
@@ -112,7 +112,7 @@ class AsgiStream:
                 await self.communicator.wait(timeout)  # the app has ended, its files closed
                 return data
 
-    async def next(self, timeout: float = 10) -> Event:
+    async def next(self, timeout: float = 60) -> Event:
         """The next event or comment; raises EOFError once the stream has ended."""
         while not self.events:
             if self.ended:
@@ -123,7 +123,7 @@ class AsgiStream:
             self.ended = not message.get("more_body")
         return self.events.pop(0)
 
-    async def until(self, predicate, timeout: float = 20) -> list[Event]:
+    async def until(self, predicate, timeout: float = 120) -> list[Event]:
         """Every event (not comments) up to and including the first matching `predicate`."""
         found = []
         async with asyncio.timeout(timeout):
@@ -138,7 +138,7 @@ class AsgiStream:
     async def disconnect(self) -> None:
         """The client goes away."""
         await self.communicator.send_input({"type": "http.disconnect"})
-        await self.communicator.wait(timeout=10)
+        await self.communicator.wait(timeout=60)
 
 
 def is_final(event: Event) -> bool:
@@ -174,7 +174,7 @@ class HttpStream:
                 raise EOFError("the stream ended") from None
         return self.events.pop(0)
 
-    async def until(self, predicate, timeout: float = 30) -> list[Event]:
+    async def until(self, predicate, timeout: float = 120) -> list[Event]:
         """Every event (not comments or the retry line) up to and including the first
         matching `predicate`."""
         found = []

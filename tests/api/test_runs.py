@@ -115,7 +115,7 @@ async def test_a_run_sent_through_the_api_is_a_run_like_any_other(alice, async_a
     assert messages["messages"][0]["documents"] == [document]
 
     page = await sync_to_async(_page_and_admin)(alice, workflow_id)
-    first_line = answer["content"].splitlines()[0]
+    first_line = answer["content"].splitlines()[0].lstrip("> ")  # a quote's text, as rendered
     assert first_line[:40] in page["page"]
     assert "From a program" in page["admin"] and "Summarise my notes" in page["admin"]
 
