@@ -208,7 +208,7 @@ async def run_task(task: Task, llm: LLM, settings: dict, args: argparse.Namespac
         ok=task.check(outcome),
         status=final.status,
         calls=len(usage),
-        tokens=sum(u.prompt_tokens + u.completion_tokens for u in usage),
+        tokens=sum(u.promptTokens + u.completionTokens for u in usage),
         seconds=seconds,
         rejected=len(errors),
         repeated=repeated,

@@ -186,8 +186,8 @@ def test_steps_and_model_calls_show_cached_tokens(admin_client, alice):
     for prompt, cached in ((1000, 0), (2000, 1024)):
         recording.record(
             workflow.pk,
-            UsageEvent(round=1, task=1, action=1, kind="refine", prompt_tokens=prompt,
-                       completion_tokens=50, cached_tokens=cached),
+            UsageEvent(round=1, task=1, action=1, kind="refine", promptTokens=prompt,
+                       completionTokens=50, cachedTokens=cached),
         )  # fmt: skip
     recording.record(
         workflow.pk,

@@ -41,9 +41,7 @@ def test_the_walk_reaches_nested_parts():
     models = reachable(Envelope)
     for part in (Observation, Preview, WebFinding, DocumentRef, events.CallSpend):
         assert part in models
-    assert len([m for m in models if issubclass(m, events.BaseEvent)]) == len(
-        contract.EVENT_TYPES
-    )
+    assert len([m for m in models if issubclass(m, events.BaseEvent)]) == len(contract.EVENT_TYPES)
 
 
 def test_the_check_finds_an_open_nested_part():
@@ -108,3 +106,15 @@ def test_a_stored_observation_with_an_undeclared_field_fails_to_read_back():
     observation = {"success": True, "resultLabel": "r", "raw": "<html>"}
     with pytest.raises(ValidationError, match="observation.raw"):
         event_from("observe", {"observation": observation}, round=1, task=1, action=1)
+
+
+def test_one_naming_case_on_the_wire():
+    """Every field of every event and of every part nested in one is named in the seeds'
+    camelCase (no snake_case key reaches a payload)."""
+    snake = sorted(
+        f"{model.__qualname__}.{name}"
+        for model in reachable(AnyEvent)
+        for name in model.model_fields
+        if "_" in name
+    )
+    assert snake == []

@@ -56,11 +56,11 @@ async def test_stop_cancels_the_model_call_and_keeps_the_work(alice, model):
     assert closing == [("step", "stopped"), ("task", "stopped"), ("round", "stopped")]
     # The stopped round and step keep what they spent, and how long they ran.
     usage = [e for e in before + events if e["type"] == "usage"]
-    spent = sum(u["payload"]["prompt_tokens"] + u["payload"]["completion_tokens"] for u in usage)
+    spent = sum(u["payload"]["promptTokens"] + u["payload"]["completionTokens"] for u in usage)
     step, _, round_end = (e["payload"] for e in events[-4:-1])
     assert round_end["tokens"] == spent > 0 and round_end["durationMs"] > 0
     step_usage = [u["payload"] for u in usage if u["action"] == 1]
-    assert step["tokens"] == sum(u["prompt_tokens"] + u["completion_tokens"] for u in step_usage)
+    assert step["tokens"] == sum(u["promptTokens"] + u["completionTokens"] for u in step_usage)
     assert step["tokens"] > 0 and step["durationMs"] > 0
     assert await launcher.wait_for(workflow.pk) in (None, ChatWorkflow.Status.STOPPED)
     workflow, messages, documents = await reload(workflow)

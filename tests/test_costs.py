@@ -64,11 +64,11 @@ async def test_stored_costs_are_the_stored_usage_times_the_configured_prices(ali
     workflow, status = await run_round(alice)
     assert status == ChatWorkflow.Status.COMPLETED
     calls = await payloads(workflow, "usage")
-    assert len(calls) >= 4 and any(call["cached_tokens"] for _, _, _, call in calls)
+    assert len(calls) >= 4 and any(call["cachedTokens"] for _, _, _, call in calls)
     for *_, call in calls:
         assert call["cost"]["currency"] == "EUR"
         assert call["cost"]["total"] == pytest.approx(priced(call), abs=1e-9)
-        cached = call["cached_tokens"] * PRICES["cached"] / 1e6
+        cached = call["cachedTokens"] * PRICES["cached"] / 1e6
         assert call["cost"]["cachedInput"] == pytest.approx(cached, abs=1e-9)
     steps = [s for s in await payloads(workflow, "step") if s[3]["status"] != "started"]
     assert steps
@@ -95,7 +95,7 @@ async def test_exports_carry_the_costs(alice, prices):
     assert data["costBasis"] == "priced"
     assert data["cost"]["currency"] == "EUR"
     assert data["cost"]["total"] == pytest.approx(everything, abs=1e-9)
-    cached = sum(call["cached_tokens"] for *_, call in calls) * PRICES["cached"] / 1e6
+    cached = sum(call["cachedTokens"] for *_, call in calls) * PRICES["cached"] / 1e6
     assert data["cost"]["cachedInput"] == pytest.approx(cached, abs=1e-9)
     assert [r["round"] for r in data["rounds"]] == [1]
     assert data["steps"] and all(s["cost"]["currency"] == "EUR" for s in data["steps"])
@@ -132,8 +132,8 @@ def test_admin_lists_steps_with_tokens_cost_and_duration(admin_client, alice):
     cost = Cost.of("USD", input=0.0012, cachedInput=0.0001, output=0.0024)
     recording.record(
         workflow.pk,
-        UsageEvent(round=1, task=1, action=1, kind="select", prompt_tokens=2000,
-                   completion_tokens=300, cached_tokens=1024, cost=cost, latency_ms=640),
+        UsageEvent(round=1, task=1, action=1, kind="select", promptTokens=2000,
+                   completionTokens=300, cachedTokens=1024, cost=cost, latencyMs=640),
     )  # fmt: skip
     recording.record(
         workflow.pk,

@@ -158,7 +158,7 @@ async def test_the_demo_model_reports_no_tokens() -> None:
     usages = of(events, "usage")
     assert len(usages) >= 3  # task plan, two refines (the report's defaults need no Stage 2)
     assert {u.model for u in usages} == {DEMO_LABEL}
-    assert {(u.prompt_tokens, u.completion_tokens, u.cached_tokens) for u in usages} == {(0, 0, 0)}
+    assert {(u.promptTokens, u.completionTokens, u.cachedTokens) for u in usages} == {(0, 0, 0)}
     assert of(events, "round")[-1].tokens == 0
     assert events[-1].status == "completed"
 

@@ -35,12 +35,8 @@ def test_a_usage_event_carries_the_workflows_tokens_after_it(alice):
     """A usage event adds its tokens to the workflow's and carries the total after it."""
     workflow = services.workflow_create(owner=alice)
     calls = [
-        event_log.NewEvent(
-            UsageEvent(round=1, kind="select", prompt_tokens=10, completion_tokens=2)
-        ),
-        event_log.NewEvent(
-            UsageEvent(round=1, kind="refine", prompt_tokens=5, completion_tokens=1)
-        ),
+        event_log.NewEvent(UsageEvent(round=1, kind="select", promptTokens=10, completionTokens=2)),
+        event_log.NewEvent(UsageEvent(round=1, kind="refine", promptTokens=5, completionTokens=1)),
     ]
     stored = event_log.events_append(workflow_id=workflow.pk, events=calls)
     assert [envelope.event.workflowTokens for envelope in stored] == [12, 18]

@@ -102,7 +102,7 @@ def test_a_batch_is_stored_in_four_statements_with_one_seq_each(alice):
     workflow = services.workflow_create(owner=alice)
     step = {"round": 1, "task": 1, "action": 1}
     batch = [
-        (UsageEvent(**step, kind="select", prompt_tokens=10, completion_tokens=2), 1),
+        (UsageEvent(**step, kind="select", promptTokens=10, completionTokens=2), 1),
         (PlanEvent(**step, step=1, selection=ActionSelection(action="web.search")), 2),
         (StatusEvent(**step, code="info", reason="x"), 3),
     ]

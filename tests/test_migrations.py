@@ -1,4 +1,5 @@
-"""Events stored before the typed contract are rewritten into it, so old workflows replay."""
+"""Events stored before the typed contract, or before its names were camelCase, are rewritten
+into it, so old workflows replay."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from workflows.events.contract import Envelope
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("workflows", "0001_initial")]
-AFTER = [("workflows", "0002_events_to_the_typed_contract")]
+AFTER = [("workflows", "0011_payloads_in_camel_case")]  # the contract as it is now
 
 OLD_EVENTS = [
     ("message", 1, 0, 0, {"key": "user-1", "role": "user", "content": "Go", "messageId": 1,
@@ -79,6 +80,65 @@ def test_old_events_are_rewritten_into_the_contract(django_user_model):
         assert [d.id for d in events[6].documents] == [str(document.pk)]
         stored = new.get_model("workflows", "ChatWorkflow").objects.get(pk=workflow.pk)
         assert stored.last_seq == len(rows)
+    finally:
+        executor = MigrationExecutor(connection)
+        migrate(executor.loader.graph.leaf_nodes())  # back to the latest for later tests
+
+
+CAMEL_BEFORE = [("workflows", "0010_api_tokens")]
+
+SNAKE_EVENTS = [
+    ("usage", 1, 1, 1, {"kind": "select", "prompt_tokens": 120, "completion_tokens": 8,
+                        "cached_tokens": 64, "latency_ms": 350, "model": "m", "cost": None,
+                        "workflowTokens": 128}),
+    ("document", 1, 1, 1, {"document": {"id": "7", "name": "a.html", "mime": "text/html",
+                                        "label": "round1_task1_action1_pages", "size": 3,
+                                        "round": 1, "source": "fetched",
+                                        "source_url": "https://example.org/a"}}),
+    ("message", 1, 1, 1, {"key": "k", "role": "action", "content": "c",
+                          "documents": [{"id": "7", "name": "a.html", "mime": "text/html",
+                                         "label": "l", "source_url": None}]}),
+    ("approval", 1, 1, 2, {"method": "web.scrape", "parameters": {"source_url": "kept"},
+                           "status": "waiting",
+                           "documents": [{"id": "7", "name": "a.html", "mime": "text/html",
+                                          "label": "l", "source_url": "https://example.org/a"}]}),
+    ("thought", 1, 1, 0, {"number": 1, "thinking": "t", "nextThoughtNeeded": False,
+                          "planning": [{"description": "a", "status": "Done", "result": None,
+                                        "mark": None, "sub_steps": [
+                                            {"description": "a.1", "status": "Pending",
+                                             "result": None, "mark": None,
+                                             "sub_steps": None}]}]}),
+]  # fmt: skip
+
+
+def test_snake_case_payloads_are_renamed_to_the_contracts_camel_case(django_user_model):
+    """A model call's usage, a document reference's source URL and a thought's sub-steps
+    stored in snake_case read back through the contract after the migration (an action's
+    own parameters keep their names); going back restores the stored names."""
+    old = migrate(CAMEL_BEFORE)
+    user = old.get_model("auth", "User").objects.create(username="snake")
+    workflow = old.get_model("workflows", "ChatWorkflow").objects.create(owner_id=user.pk)
+    Event = old.get_model("workflows", "WorkflowEvent")
+    for seq, (kind, round_, task, action, payload) in enumerate(SNAKE_EVENTS, start=1):
+        Event.objects.create(
+            workflow=workflow, seq=seq, type=kind, round=round_, task=task, action=action,
+            payload=payload,
+        )  # fmt: skip
+    try:
+        new = migrate(AFTER)
+        rows = list(new.get_model("workflows", "WorkflowEvent").objects.order_by("seq"))
+        usage, document, message, approval, thought = [Envelope.from_row(r).event for r in rows]
+        assert (usage.promptTokens, usage.completionTokens) == (120, 8)
+        assert (usage.cachedTokens, usage.latencyMs, usage.workflowTokens) == (64, 350, 128)
+        assert document.document.sourceUrl == "https://example.org/a"
+        assert message.documents[0].sourceUrl is None
+        assert approval.documents[0].sourceUrl == "https://example.org/a"
+        assert approval.parameters == {"source_url": "kept"}
+        assert thought.planning[0].subSteps[0].description == "a.1"
+        assert thought.planning[0].subSteps[0].subSteps == []
+        migrate(CAMEL_BEFORE)
+        back = [r.payload for r in Event.objects.order_by("seq")]
+        assert back == [payload for *_, payload in SNAKE_EVENTS]
     finally:
         executor = MigrationExecutor(connection)
         migrate(executor.loader.graph.leaf_nodes())  # back to the latest for later tests

@@ -172,7 +172,7 @@ def test_an_approval_card_shows_what_the_action_will_use():
     url = "https://example.org/a/long/path/to/a/report.html?section=revenue&year=2026"
     fetched = DocumentRef(
         id="4", name="report.md", mime="text/markdown", label="x", source="fetched",
-        source_url=url,
+        sourceUrl=url,
     )  # fmt: skip
     notes = DocumentRef(id="5", name="notes.md", mime="text/markdown", label="round1_upload")
     waiting = ApprovalEvent(

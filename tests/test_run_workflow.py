@@ -269,18 +269,18 @@ def test_the_provider_receives_the_models_query(web_run) -> None:
 
 
 def test_scraped_pages_are_stored_with_the_local_site_as_source(web_run) -> None:
-    """web.scrape stores the hit's page as a fetched document whose source_url is the site."""
+    """web.scrape stores the hit's page as a fetched document whose sourceUrl is the site."""
     run, _, site, _ = web_run
     (page,) = run.documents("round1_task1_action2_scrape")
     assert page["source"] == "fetched"
-    assert page["source_url"] == site.page_url("/b")
+    assert page["sourceUrl"] == site.page_url("/b")
 
 
 def test_the_crawl_follows_same_site_links(web_run) -> None:
     """web.crawl fetches the search result /b and the page it links to, /c."""
     run, _, site, _ = web_run
     crawled = run.documents("round1_task1_action3_crawl")
-    assert {doc["source_url"] for doc in crawled} == {site.page_url("/b"), site.page_url("/c")}
+    assert {doc["sourceUrl"] for doc in crawled} == {site.page_url("/b"), site.page_url("/c")}
     assert all(doc["source"] == "fetched" for doc in crawled)
     assert "/c" in site.paths and "/robots.txt" in site.paths
 

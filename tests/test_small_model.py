@@ -102,11 +102,11 @@ def with_review(body: dict) -> FakeReply:
 
 
 def small_priced(usage: dict) -> float:
-    prompt, cached = usage["prompt_tokens"], usage["cached_tokens"]
+    prompt, cached = usage["promptTokens"], usage["cachedTokens"]
     return (
         (prompt - cached) * SMALL_PRICES["input"]
         + cached * SMALL_PRICES["cached"]
-        + usage["completion_tokens"] * SMALL_PRICES["output"]
+        + usage["completionTokens"] * SMALL_PRICES["output"]
     ) / 1e6
 
 
@@ -173,7 +173,7 @@ def test_a_steps_badge_says_what_each_kind_of_call_cost_on_which_model():
     title = badge.attrs["title"]
     assert "select on gpt-4.1-mini: 1,500 tok, $0.00060" in title
     assert "parameters on gpt-4.1-nano: 300 tok, $0.000030" in title
-    line = exports.telemetry(step.model_dump(mode="json"))
+    line = exports.telemetry(step)
     assert "parameters on gpt-4.1-nano" in line and "select on gpt-4.1-mini" in line
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from workflows.engine.demo.policy import DEMO_LABEL
 from workflows.engine.model.money import Cost
+from workflows.engine.records.events import RoundEvent, StepEvent, UsageEvent
 from workflows.events.contract import Envelope
 
 from . import pricing
@@ -84,12 +85,12 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
         if message.round != current_round:
             current_round = message.round
             found = spend.rounds.get(message.round)
-            ended = f" — {found['status']}" if found else ""
+            ended = f" — {found.status}" if found else ""
             lines += [f"## Round {message.round}{ended}", ""]
             if found:
                 lines += [f"_{telemetry(found)}_", ""]
-                if reason := found.get("reason"):  # why it ended so: what was not done
-                    lines += [f"> {as_text(' '.join(reason.split()))}", ""]
+                if found.reason:  # why it ended so: what was not done
+                    lines += [f"> {as_text(' '.join(found.reason.split()))}", ""]
         if message.role == message.Role.ACTION:
             outcome = {True: "✓", False: "✗"}.get(message.success, "·")
             lines.append(
@@ -134,16 +135,15 @@ def steps_without_message(
         round, task, action, _ = (int(part) for part in document.key.split(":"))
         written.setdefault((round, task, action), []).append(document)
     lines: dict[int | None, list[str]] = {}
-    for (round, task, action), payload in sorted(spend.steps.items()):
+    for (round, task, action), step in sorted(spend.steps.items()):
         if (round, task, action) in recorded:
             continue
-        status = payload.get("status", "")
-        mark = "✓" if status == "success" else "✗"
-        method = payload.get("method") or "no action chosen"
-        block = [f"### {mark} Task {task}, action {action}: `{method}` ({status})"]
-        block.append(f"_{telemetry(payload)}_")
-        if reason := payload.get("reason"):
-            block.append(f"_{as_text(reason)}_")
+        mark = "✓" if step.status == "success" else "✗"
+        method = step.method or "no action chosen"
+        block = [f"### {mark} Task {task}, action {action}: `{method}` ({step.status})"]
+        block.append(f"_{telemetry(step)}_")
+        if step.reason:
+            block.append(f"_{as_text(step.reason)}_")
         block.append("")
         for document in written.get((round, task, action), []):
             block.append(
@@ -162,33 +162,34 @@ def as_text(text: str) -> str:
 class Spend:
     """What a workflow's model calls spent, per call, per step and per round, as stored."""
 
-    calls: list[dict[str, Any]]
-    steps: dict[tuple[int, int, int], dict[str, Any]]
-    """Closed steps' payloads by (round, task, action)."""
-    rounds: dict[int, dict[str, Any]]
-    """Ended rounds' payloads by round."""
+    calls: list[UsageEvent]
+    steps: dict[tuple[int, int, int], StepEvent]
+    """Closed steps by (round, task, action)."""
+    rounds: dict[int, RoundEvent]
+    """Ended rounds by round."""
 
     @classmethod
     def of(cls, workflow: ChatWorkflow) -> Spend:
-        events = workflow.events.filter(type__in=("usage", "step", "round")).order_by("seq")
+        """The workflow's stored usage, step and round events, read through the contract."""
+        rows = workflow.events.filter(type__in=("usage", "step", "round")).order_by("seq")
         spend = cls(calls=[], steps={}, rounds={})
-        for event in events.values_list("type", "round", "task", "action", "payload"):
-            kind, round, task, action, payload = event
-            if kind == "usage":
-                spend.calls.append(payload)
-            elif kind == "step" and payload.get("status") != "started":
-                spend.steps[(round, task, action)] = payload
-            elif kind == "round" and payload.get("status") != "started":
-                spend.rounds[round] = payload
+        for row in rows:
+            match row.envelope.event:
+                case UsageEvent() as call:
+                    spend.calls.append(call)
+                case StepEvent(status=status) as step if status != "started":
+                    spend.steps[(step.round, step.task, step.action)] = step
+                case RoundEvent(status=status) as ended if status != "started":
+                    spend.rounds[ended.round] = ended
         return spend
 
     def total(self) -> Cost | None:
         """The workflow's cost: the sum of its calls' known costs."""
-        return pricing.cost_sum(pricing.cost_from(call.get("cost")) for call in self.calls)
+        return pricing.cost_sum(call.cost for call in self.calls)
 
     def demo(self) -> bool:
         """Whether only the demo model answered (no real tokens or cost)."""
-        return bool(self.calls) and all(call.get("model") == DEMO_LABEL for call in self.calls)
+        return bool(self.calls) and all(call.model == DEMO_LABEL for call in self.calls)
 
     def workflow_text(self) -> str:
         if self.demo():
@@ -196,33 +197,44 @@ class Spend:
         return pricing.cost_parts(self.total())
 
 
-def telemetry(payload: dict[str, Any]) -> str:
+def telemetry(event: StepEvent | RoundEvent) -> str:
     """A step's or a round's duration, tokens and cost, for people."""
-    seconds = f"{payload.get('durationMs', 0) / 1000:.1f} s"
-    if payload.get("model") == DEMO_LABEL:
+    seconds = f"{event.durationMs / 1000:.1f} s"
+    if event.model == DEMO_LABEL:
         return f"{seconds} · demo"
-    tokens = f"{payload.get('tokens', 0):,} tokens ({payload.get('cachedTokens', 0):,} cached)"
-    text = f"{seconds} · {tokens} · {pricing.cost_parts(pricing.cost_from(payload.get('cost')))}"
-    calls = payload.get("calls") or []
+    tokens = f"{event.tokens:,} tokens ({event.cachedTokens:,} cached)"
+    text = f"{seconds} · {tokens} · {pricing.cost_parts(event.cost)}"
+    calls = event.calls if isinstance(event, StepEvent) else []
     if len(pricing.models_of(calls)) > 1:  # a step on two models says what each cost
         text += f" · {pricing.calls_text(calls)}"
     return text
 
 
+def figures(event: StepEvent | RoundEvent) -> dict[str, Any]:
+    """A step's or a round's status, tokens, cost, duration and (a step's) calls as JSON."""
+    return {
+        "status": event.status,
+        "tokens": event.tokens,
+        "cachedTokens": event.cachedTokens,
+        "cost": event.cost.model_dump(mode="json") if event.cost else None,
+        "durationMs": event.durationMs,
+        "calls": (
+            [call.model_dump(mode="json") for call in event.calls]
+            if isinstance(event, StepEvent)
+            else None
+        ),
+    }
+
+
 def spend_as_json(spend: Spend) -> dict[str, Any]:
     """The workflow's cost, and each round's and step's tokens, cost and duration."""
-
-    def figures(payload: dict[str, Any]) -> dict[str, Any]:
-        keys = ("status", "tokens", "cachedTokens", "cost", "durationMs", "calls")
-        return {key: payload.get(key) for key in keys}
-
     total = spend.total()
     return {
         "cost": total.model_dump() if total else None,
         "costBasis": "demo" if spend.demo() else ("priced" if total else "unknown"),
-        "rounds": [{"round": r, **figures(p)} for r, p in sorted(spend.rounds.items())],
+        "rounds": [{"round": r, **figures(e)} for r, e in sorted(spend.rounds.items())],
         "steps": [
-            {"round": r, "task": t, "action": a, "method": p.get("method", ""), **figures(p)}
-            for (r, t, a), p in sorted(spend.steps.items())
+            {"round": r, "task": t, "action": a, "method": e.method, **figures(e)}
+            for (r, t, a), e in sorted(spend.steps.items())
         ],
     }

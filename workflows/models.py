@@ -10,9 +10,11 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import cached_property
 
 from workflows.engine.records.protocols import DocumentRef
 from workflows.engine.records.state import MODES
+from workflows.events.contract import Envelope
 from workflows.sealing import PREFIX, SealedTextField, is_unreadable
 
 
@@ -223,7 +225,7 @@ class ChatDocument(models.Model):
             size=self.size,
             round=self.round,
             source=self.source,  # type: ignore[arg-type]
-            source_url=self.source_url or None,
+            sourceUrl=self.source_url or None,
         )
 
 
@@ -261,6 +263,12 @@ class WorkflowEvent(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.type}"
+
+    @cached_property
+    def envelope(self) -> Envelope:
+        """The stored event read through the contract: its typed event, seq and time (a
+        payload that does not fit the contract fails loudly)."""
+        return Envelope.from_row(self)
 
 
 class StepRecord(WorkflowEvent):

@@ -10,12 +10,13 @@ The cost of a call is its usage times these prices (`workflows.engine.model.mone
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from workflows.engine.model.money import Cost, Prices
+from workflows.engine.records.events import CallSpend
 
 TABLE_CURRENCY = "USD"
 """The currency of genai-prices' table."""
@@ -81,11 +82,6 @@ def _base(price: Any) -> float | None:
     return float(price.base)
 
 
-def cost_from(data: Mapping[str, Any] | None) -> Cost | None:
-    """A cost stored in an event's payload (None: none was stored)."""
-    return Cost.model_validate(data) if data else None
-
-
 def cost_sum(costs: Iterable[Cost | None]) -> Cost | None:
     """The sum of the known costs (None when none is known); amounts in another currency than
     the first known one are left out (prices changed currency between rounds)."""
@@ -131,20 +127,19 @@ def cost_parts(cost: Cost | None) -> str:
     )
 
 
-def calls_text(calls: Iterable[Mapping[str, Any]]) -> str:
+def calls_text(calls: Iterable[CallSpend]) -> str:
     """A step's model calls by kind, each with its model, tokens and cost, for people:
     "parameters on gpt-4.1-nano: 320 tok, $0.000041; refine on gpt-4.1-mini: …"."""
     parts = []
     for call in calls:
-        times = f" ×{call['calls']}" if call.get("calls", 1) > 1 else ""
-        cost = cost_text(cost_from(call.get("cost")))
+        times = f" ×{call.calls}" if call.calls > 1 else ""
         parts.append(
-            f"{call['kind']}{times} on {call.get('model') or 'the model'}: "
-            f"{call.get('tokens', 0):,} tok, {cost}"
+            f"{call.kind}{times} on {call.model or 'the model'}: "
+            f"{call.tokens:,} tok, {cost_text(call.cost)}"
         )
     return "; ".join(parts)
 
 
-def models_of(calls: Iterable[Mapping[str, Any]]) -> list[str]:
+def models_of(calls: Iterable[CallSpend]) -> list[str]:
     """The models a step's calls used, in the order they first answered."""
-    return list(dict.fromkeys(str(call.get("model") or "") for call in calls if call.get("model")))
+    return list(dict.fromkeys(call.model for call in calls if call.model))

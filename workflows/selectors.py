@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.db.models import (
@@ -19,6 +20,8 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
+
+from workflows.engine.records.events import ApprovalEvent, AskEvent, UsageEvent
 
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
 
@@ -114,6 +117,12 @@ def document_get(*, user, workflow_id: int, document_id: int) -> ChatDocument:
     )
 
 
+def usage_since(*, workflow: ChatWorkflow, since: datetime) -> list[UsageEvent]:
+    """The workflow's model calls stored since `since`, read through the contract."""
+    rows = workflow.events.filter(type="usage", created__gte=since).order_by("seq")
+    return [call for row in rows if isinstance(call := row.envelope.event, UsageEvent)]
+
+
 def event_list_after(*, workflow_id: int, after_seq: int) -> QuerySet[WorkflowEvent]:
     """The events after `after_seq`, in seq order: what a reconnecting client missed."""
     return WorkflowEvent.objects.filter(workflow_id=workflow_id, seq__gt=after_seq).order_by("seq")
@@ -135,11 +144,12 @@ def open_question(*, workflow_id: int, kind: str) -> tuple[int, int, int] | None
     round = ChatWorkflow.objects.filter(pk=workflow_id).values_list("current_round", flat=True)
     events = WorkflowEvent.objects.filter(workflow_id=workflow_id, round=round[:1], type=event_type)
     last = events.order_by("-seq").first()
-    if last is None or last.payload.get("status") != "waiting":
-        return None
-    number = last.payload["stepsDone"] if kind == "extend" else last.action
-    asked = events.filter(payload__status="waiting").count() if kind == "extend" else 0
-    return last.task, number, asked
+    match last.envelope.event if last is not None else None:
+        case AskEvent(status="waiting", task=task, stepsDone=done):
+            return task, done, events.filter(payload__status="waiting").count()
+        case ApprovalEvent(status="waiting", task=task, action=action):
+            return task, action, 0
+    return None
 
 
 def waiting_for_user(*, workflow_ids: Iterable[int]) -> set[int]:

@@ -129,7 +129,7 @@ def test_a_run_is_interrupted_by_an_approval_and_resumed(live: LiveApp, model):
     assert text_of(second) == messages[-1]["content"]
     state = state_of(second)
     usage = [e["payload"] for e in events if e["type"] == "usage"]
-    assert state["usage"]["promptTokens"] == sum(u["prompt_tokens"] for u in usage)
+    assert state["usage"]["promptTokens"] == sum(u["promptTokens"] for u in usage)
     assert [t["status"] for t in state["tasks"]] == ["success"]
     assert [s["status"] for s in state["steps"]] == ["success"]
     assert [e["payload"]["status"] for e in events if e["type"] == "approval"] == [

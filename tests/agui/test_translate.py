@@ -40,7 +40,7 @@ def step(*, approval: bool = False) -> list[Any]:
     at = {"round": 1, "task": 1, "action": 1}
     events: list[Any] = [
         StepEvent(**at, status="started", step=1),
-        UsageEvent(**at, kind="select", prompt_tokens=100, completion_tokens=10, model="m"),
+        UsageEvent(**at, kind="select", promptTokens=100, completionTokens=10, model="m"),
         PlanEvent(**at, step=1, selection=ActionSelection(action="document.extract")),
         ActEvent(**at, method="document.extract", parameters={"pages": [1, 2]}),
     ]

@@ -63,8 +63,8 @@ async def complete(client, **body):
 @database_sync_to_async
 def round_usage(workflow_id: int, round: int) -> dict[str, int]:
     events = WorkflowEvent.objects.filter(workflow_id=workflow_id, round=round, type="usage")
-    prompt = sum(e.payload["prompt_tokens"] for e in events)
-    completion = sum(e.payload["completion_tokens"] for e in events)
+    prompt = sum(e.payload["promptTokens"] for e in events)
+    completion = sum(e.payload["completionTokens"] for e in events)
     return {"prompt": prompt, "completion": completion}
 
 

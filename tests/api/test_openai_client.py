@@ -54,8 +54,8 @@ def stored(reader: httpx.Client, workflow: int) -> tuple[str, dict[str, int]]:
     events = reader.get(f"/workflows/{workflow}/events", params={"limit": 500}).json()["events"]
     usage = [e["payload"] for e in events if e["type"] == "usage"]
     tokens = {
-        "prompt": sum(u["prompt_tokens"] for u in usage),
-        "completion": sum(u["completion_tokens"] for u in usage),
+        "prompt": sum(u["promptTokens"] for u in usage),
+        "completion": sum(u["completionTokens"] for u in usage),
     }
     return answer["content"], tokens
 

@@ -54,7 +54,7 @@ def test_costs_on_the_page_are_the_stored_usage_times_the_prices(page, app_url, 
     model calls: the exported usage times POWERON_PRICE_*, cached input at its own price;
     a reload shows the same."""
     calls = run_one_round(page, app_url, model, tmp_path)
-    assert calls and any(call["cached_tokens"] for call in calls)
+    assert calls and any(call["cachedTokens"] for call in calls)
     everything = sum(priced(call) for call in calls)
     step_calls = [c for c in calls if (c["round"], c["task"], c["action"]) == (1, 1, 1)]
     in_step = sum(priced(call) for call in step_calls)

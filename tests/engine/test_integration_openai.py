@@ -56,7 +56,7 @@ async def test_a_react_round_keeps_stage_two_minimal(fake_openai, llm, store) ->
         "refine",
         "final",
     ]
-    assert all(u.prompt_tokens > 0 for u in usage)
+    assert all(u.promptTokens > 0 for u in usage)
 
 
 async def test_prompts_share_a_stable_prefix_across_calls_and_runs(fake_openai, llm) -> None:
@@ -140,7 +140,7 @@ async def test_cached_prompt_tokens_are_counted_per_step_and_round(fake_openai, 
         "ok",
     )
     events = await collect(make_state(), llm)
-    assert [u.cached_tokens for u in of(events, "usage")][:4] == [0, 128, 0, 256]
+    assert [u.cachedTokens for u in of(events, "usage")][:4] == [0, 128, 0, 256]
     closed = [s for s in of(events, "step") if s.status != "started"][0]
     assert closed.cachedTokens == 384 and closed.tokens > closed.cachedTokens
     assert events[-1].type == "round" and events[-1].cachedTokens == 384

@@ -23,8 +23,8 @@ PRICES = Prices(currency="EUR", input=2.0, cachedInput=0.5, output=8.0)
 
 def priced(usage) -> float:
     """A call's cost from its usage event, computed here by hand."""
-    uncached = usage.prompt_tokens - usage.cached_tokens
-    return (uncached * 2.0 + usage.cached_tokens * 0.5 + usage.completion_tokens * 8.0) / 1e6
+    uncached = usage.promptTokens - usage.cachedTokens
+    return (uncached * 2.0 + usage.cachedTokens * 0.5 + usage.completionTokens * 8.0) / 1e6
 
 
 def test_cached_input_is_priced_apart_and_cheaper() -> None:

@@ -218,7 +218,7 @@ async def test_a_cut_off_answer_gets_a_shorter_retry_with_the_valid_values(
         "at its limit of 600 tokens before it was complete"
     )
     assert error.retrying
-    assert 600 in [u.completion_tokens for u in of(events, "usage") if u.kind == "select"]
+    assert 600 in [u.completionTokens for u in of(events, "usage") if u.kind == "select"]
     retry = bodies(fake_openai, "ActionSelection")[1]["messages"]
     assert all(looping not in m["content"] for m in retry)
     assert retry[-1]["role"] == "user" and "Answer again, shorter" in retry[-1]["content"]

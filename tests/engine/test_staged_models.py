@@ -83,18 +83,18 @@ async def test_each_call_is_priced_by_the_model_that_made_it(fake_openai, staged
     for usage in usages:
         prices = SMALL if usage.model == "tiny-model" else MAIN
         expected = prices.cost(
-            prompt_tokens=usage.prompt_tokens,
-            cached_tokens=usage.cached_tokens,
-            completion_tokens=usage.completion_tokens,
+            prompt_tokens=usage.promptTokens,
+            cached_tokens=usage.cachedTokens,
+            completion_tokens=usage.completionTokens,
         )
         assert usage.cost == expected
     small = next(u for u in usages if u.kind == "parameters")
     assert (
         small.cost.total
         < MAIN.cost(
-            prompt_tokens=small.prompt_tokens,
+            prompt_tokens=small.promptTokens,
             cached_tokens=0,
-            completion_tokens=small.completion_tokens,
+            completion_tokens=small.completionTokens,
         ).total
     )
     (step,) = [e for e in of(events, "step") if e.status != "started"]

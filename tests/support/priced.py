@@ -52,9 +52,9 @@ def one_extract(body: dict, *, answer: str = "Done.", usage: bool = False, delay
 
 def priced(usage: dict) -> float:
     """A call's cost from its stored usage and the tests' prices, by hand."""
-    prompt, cached = usage["prompt_tokens"], usage["cached_tokens"]
+    prompt, cached = usage["promptTokens"], usage["cachedTokens"]
     return (
         (prompt - cached) * PRICES["input"]
         + cached * PRICES["cached"]
-        + usage["completion_tokens"] * PRICES["output"]
+        + usage["completionTokens"] * PRICES["output"]
     ) / 1e6

@@ -14,6 +14,7 @@ from workflows.engine.records.events import (
     MessageEvent,
     ObserveEvent,
     PlanEvent,
+    PlanItem,
     PlannedStep,
     RefineEvent,
     ReviewEvent,
@@ -26,7 +27,7 @@ from workflows.engine.records.events import (
     UsageEvent,
 )
 from workflows.engine.records.protocols import DocumentRef
-from workflows.engine.records.schemas import ActionSelection, Observation, PlanStep, TaskItem
+from workflows.engine.records.schemas import ActionSelection, Observation, TaskItem
 from workflows.events.contract import FeedbackEvent, NoticeEvent, RunEvent, TitleEvent
 
 STEP = {"round": 1, "task": 1, "action": 1}
@@ -59,11 +60,11 @@ def samples(document: DocumentRef) -> dict[str, BaseEvent]:
             task=1,
             number=1,
             thinking="hm",
-            planning=[PlanStep(description="d")],
+            planning=[PlanItem(description="d", subSteps=[PlanItem(description="d.1")])],
             nextThoughtNeeded=True,
         ),
         "delta": DeltaEvent(round=1, key="round1_answer", text="Hel", offset=0),
-        "usage": UsageEvent(**STEP, kind="select", prompt_tokens=10, completion_tokens=2),
+        "usage": UsageEvent(**STEP, kind="select", promptTokens=10, completionTokens=2),
         "status": StatusEvent(round=1, task=1, code="token_budget", reason="spent"),
         "error": ErrorEvent(**STEP, kind="validation", message="action: Field required"),
         "ask": AskEvent(round=1, task=1, question="More?", stepsDone=5),

@@ -73,7 +73,7 @@ async def test_web_sources_are_listed_with_their_url():
         mime="text/markdown",
         label="round1_task1_action1_pages",
         source="fetched",
-        source_url="https://example.org/otters",
+        sourceUrl="https://example.org/otters",
     )
     store.documents.append((page, b"# Otters\n\nThey swim."))
     llm = ScriptedLLM(["Body text."])

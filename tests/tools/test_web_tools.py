@@ -114,7 +114,7 @@ async def test_web_scrape_fetches_extracts_and_reranks(searxng, make_ctx, websit
     params = WebScrape.Parameters(query="solar power Northern Europe", maxResults=3)
     result = await WebScrape().run(params, make_ctx(searxng))
     assert result.success, result.error
-    assert [doc.source_url for doc in result.documents][0] == website.page_url("/a")
+    assert [doc.sourceUrl for doc in result.documents][0] == website.page_url("/a")
     assert all(doc.source == "fetched" and doc.mime == "text/markdown" for doc in result.documents)
     first = result.documents[0].data.decode()
     assert first.startswith("# Solar Power in Northern Europe")
@@ -146,7 +146,7 @@ async def test_web_scrape_skips_refused_pages_with_a_note(website, make_ctx):
         ctx = make_ctx(provider, tavily_api_key="tvly-test-key")
         result = await WebScrape().run(WebScrape.Parameters(query="solar"), ctx)
     assert result.success, result.error
-    assert [doc.source_url for doc in result.documents] == [website.page_url("/a")]
+    assert [doc.sourceUrl for doc in result.documents] == [website.page_url("/a")]
     assert any("robots.txt" in note for note in result.notes)
     assert any("10.0.0.1" in note and "private" in note for note in result.notes)
     assert "/private/secret" not in website.paths
@@ -173,7 +173,7 @@ async def test_web_crawl_follows_same_site_links_from_search_results(
         WebCrawl.Parameters(), make_ctx(documents=refs, objective="solar power in Europe")
     )
     assert result.success, result.error
-    urls = [doc.source_url for doc in result.documents]
+    urls = [doc.sourceUrl for doc in result.documents]
     assert urls == [website.page_url(path) for path in ("/", "/a", "/b")]  # one level
     assert "/private/secret" not in website.paths
     assert all("external.example" not in url for url in urls)
@@ -187,7 +187,7 @@ async def test_web_crawl_depth_and_page_cap(make_ctx, website, store):
         "links.txt", "text/plain", f"See {website.page_url('/b')}.".encode(), label="up"
     )
     basic = await WebCrawl().run(WebCrawl.Parameters(), make_ctx(documents=[ref]))
-    assert [doc.source_url for doc in basic.documents] == [
+    assert [doc.sourceUrl for doc in basic.documents] == [
         website.page_url("/b"),
         website.page_url("/c"),
     ]
@@ -213,8 +213,8 @@ async def test_web_crawl_of_a_fetched_page_uses_its_address(make_ctx, website, s
     crawled = await WebCrawl().run(
         WebCrawl.Parameters(format="text"), make_ctx(documents=[ref], crawl_max_pages=2)
     )
-    assert [doc.source_url for doc in crawled.documents] == [
-        ref.source_url,
+    assert [doc.sourceUrl for doc in crawled.documents] == [
+        ref.sourceUrl,
         website.page_url("/b"),
     ]
 
@@ -271,4 +271,4 @@ async def test_scrape_refuses_a_result_whose_name_resolves_privately(
     assert lookups == ["intranet.corp.example"]
     assert any("10.1.2.3" in note for note in result.notes)
     assert all(request.headers["Host"] != "intranet.corp.example" for request in transport.requests)
-    assert [doc.source_url for doc in result.documents] == [website.page_url("/a")]
+    assert [doc.sourceUrl for doc in result.documents] == [website.page_url("/a")]

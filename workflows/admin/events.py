@@ -7,6 +7,7 @@ from django.contrib import admin
 
 from workflows import pricing, selectors
 from workflows.engine.demo.policy import DEMO_LABEL
+from workflows.engine.records.events import StepEvent
 from workflows.models import StepRecord, WorkflowEvent
 
 from .safety import SecretSafeAdmin
@@ -66,37 +67,41 @@ class StepRecordAdmin(SecretSafeAdmin):
         return False
 
     @admin.display(description="Step")
-    def step(self, event: StepRecord) -> int:
-        return event.payload.get("step", 0)
+    def step(self, row: StepRecord) -> int:
+        return closed(row).step
 
     @admin.display(description="Action")
-    def method(self, event: StepRecord) -> str:
-        return event.payload.get("method", "")
+    def method(self, row: StepRecord) -> str:
+        return closed(row).method
 
     @admin.display(description="Status")
-    def status(self, event: StepRecord) -> str:
-        return event.payload.get("status", "")
+    def status(self, row: StepRecord) -> str:
+        return closed(row).status
 
     @admin.display(description="Tokens")
-    def tokens(self, event: StepRecord) -> str:
-        if event.payload.get("model") == DEMO_LABEL:
-            return "demo"
-        return f"{event.payload.get('tokens', 0):,}"
+    def tokens(self, row: StepRecord) -> str:
+        step = closed(row)
+        return "demo" if step.model == DEMO_LABEL else f"{step.tokens:,}"
 
     @admin.display(description="Cached tokens")
-    def cached(self, event: StepRecord) -> str:
-        if event.payload.get("model") == DEMO_LABEL:
-            return "demo"
-        return f"{event.payload.get('cachedTokens', 0):,}"
+    def cached(self, row: StepRecord) -> str:
+        step = closed(row)
+        return "demo" if step.model == DEMO_LABEL else f"{step.cachedTokens:,}"
 
     @admin.display(description="Cost")
-    def cost(self, event: StepRecord) -> str:
-        payload = event.payload
-        if payload.get("model") == DEMO_LABEL:
+    def cost(self, row: StepRecord) -> str:
+        step = closed(row)
+        if step.model == DEMO_LABEL:
             return "demo"
-        cost = pricing.cost_from(payload.get("cost"))
-        return "—" if cost is None and not payload.get("tokens") else pricing.cost_parts(cost)
+        return "—" if step.cost is None and not step.tokens else pricing.cost_parts(step.cost)
 
     @admin.display(description="Duration")
-    def duration(self, event: StepRecord) -> str:
-        return event_duration(event) or "0 ms"
+    def duration(self, row: StepRecord) -> str:
+        return event_duration(row) or "0 ms"
+
+
+def closed(row: StepRecord) -> StepEvent:
+    """A step's closing event, read through the contract (the list holds nothing else)."""
+    event = row.envelope.event
+    assert isinstance(event, StepEvent), f"not a step: {row}"
+    return event

@@ -15,6 +15,13 @@ from django.utils.html import format_html
 
 from workflows import pricing
 from workflows.engine.demo.policy import DEMO_LABEL
+from workflows.engine.records.events import (
+    ObserveEvent,
+    RoundEvent,
+    StepEvent,
+    ThoughtEvent,
+    UsageEvent,
+)
 from workflows.models import ChatDocument, ChatMessage, ChatWorkflow, WorkflowEvent
 
 
@@ -57,38 +64,50 @@ class ChatDocumentInline(ReadOnlyInline):
         return document_link(document)
 
 
-def event_tokens(event: WorkflowEvent) -> str:
+def event_tokens(row: WorkflowEvent) -> str:
     """What a step, a round or a model call spent, and how much of its prompt the provider read
     from its cache ("" for other events)."""
-    payload = event.payload or {}
-    if event.type == "usage":
-        cached = payload.get("cached_tokens", 0)
-        return (
-            f"{payload.get('prompt_tokens', 0):,} in ({cached:,} cached) / "
-            f"{payload.get('completion_tokens', 0):,} out"
-        )
-    if event.type in ("step", "round") and payload.get("tokens"):
-        return f"{payload['tokens']:,} ({payload.get('cachedTokens', 0):,} cached)"
+    match row.envelope.event:
+        case UsageEvent() as call:
+            return (
+                f"{call.promptTokens:,} in ({call.cachedTokens:,} cached) / "
+                f"{call.completionTokens:,} out"
+            )
+        case StepEvent(tokens=tokens, cachedTokens=cached) if tokens:
+            return f"{tokens:,} ({cached:,} cached)"
+        case RoundEvent(tokens=tokens, cachedTokens=cached) if tokens:
+            return f"{tokens:,} ({cached:,} cached)"
     return ""
 
 
-def event_cost(event: WorkflowEvent) -> str:
+def spent_cost(event: UsageEvent | StepEvent | ThoughtEvent | RoundEvent) -> str:
     """What a model call, a step, a thought or a round cost, with the cached input apart
-    ("demo" for the demo model; "" for events that spend nothing)."""
-    payload = event.payload or {}
-    if event.type not in ("usage", "step", "thought", "round"):
-        return ""
-    if payload.get("model") == DEMO_LABEL:
+    ("demo" for the demo model; "" for a step, thought or round that spent nothing)."""
+    if event.model == DEMO_LABEL:
         return "demo"
-    if event.type != "usage" and not payload.get("tokens"):
+    if not isinstance(event, UsageEvent) and not event.tokens:
         return ""
-    return pricing.cost_parts(pricing.cost_from(payload.get("cost")))
+    return pricing.cost_parts(event.cost)
 
 
-def event_duration(event: WorkflowEvent) -> str:
+def event_cost(row: WorkflowEvent) -> str:
+    """What a model call, a step, a thought or a round cost ("" for events that spend
+    nothing)."""
+    match row.envelope.event:
+        case UsageEvent() | StepEvent() | ThoughtEvent() | RoundEvent() as event:
+            return spent_cost(event)
+    return ""
+
+
+def event_duration(row: WorkflowEvent) -> str:
     """How long a step, a thought or a round took, or a model call waited ("" for others)."""
-    payload = event.payload or {}
-    ms = payload.get("latency_ms" if event.type == "usage" else "durationMs")
+    match row.envelope.event:
+        case UsageEvent(latencyMs=ms) | StepEvent(durationMs=ms) | ThoughtEvent(durationMs=ms):
+            pass
+        case RoundEvent(durationMs=ms) | ObserveEvent(durationMs=ms):
+            pass
+        case _:
+            ms = 0
     return f"{ms:,} ms" if ms else ""
 
 

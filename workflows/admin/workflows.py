@@ -11,6 +11,7 @@ from django.shortcuts import redirect
 
 from workflows import pricing, selectors
 from workflows.engine.demo.policy import DEMO_LABEL
+from workflows.engine.records.events import UsageEvent
 from workflows.execution import durable
 from workflows.models import ChatWorkflow
 from workflows.services import WorkflowBusy
@@ -168,22 +169,27 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
     @admin.display(description="Cost by kind of token")
     def cost_summary(self, workflow: ChatWorkflow) -> str:
         """The sum of the model calls' known costs, with the cached input apart."""
-        calls = workflow.events.filter(type="usage").values_list("payload", flat=True)
+        calls = model_calls(workflow)
         if not calls:
             return "—"
-        if all(call.get("model") == DEMO_LABEL for call in calls):
+        if all(call.model == DEMO_LABEL for call in calls):
             return "demo"
-        costs = [pricing.cost_from(call.get("cost")) for call in calls]
-        unknown = sum(1 for cost in costs if cost is None)
-        text = pricing.cost_parts(pricing.cost_sum(costs))
-        return f"{text}; {unknown} of {len(costs)} calls of unknown price" if unknown else text
+        unknown = sum(1 for call in calls if call.cost is None)
+        text = pricing.cost_parts(pricing.cost_sum(call.cost for call in calls))
+        return f"{text}; {unknown} of {len(calls)} calls of unknown price" if unknown else text
 
     @admin.display(description="Cached prompt tokens")
     def cached_share(self, workflow: ChatWorkflow) -> str:
         """How much of the prompts the provider read from its cache (billed cheaper)."""
-        calls = workflow.events.filter(type="usage").values_list("payload", flat=True)
-        prompt = sum(call.get("prompt_tokens", 0) for call in calls)
-        cached = sum(call.get("cached_tokens", 0) for call in calls)
+        calls = model_calls(workflow)
+        prompt = sum(call.promptTokens for call in calls)
+        cached = sum(call.cachedTokens for call in calls)
         if not prompt:
             return "—"
         return f"{cached:,} of {prompt:,} ({cached / prompt:.0%}) read from the provider's cache"
+
+
+def model_calls(workflow: ChatWorkflow) -> list[UsageEvent]:
+    """The workflow's model calls, read through the contract."""
+    rows = workflow.events.filter(type="usage").order_by("seq")
+    return [call for row in rows if isinstance(call := row.envelope.event, UsageEvent)]

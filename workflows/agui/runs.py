@@ -24,6 +24,7 @@ from workflows.api import tokens
 from workflows.api.auth import BearerToken, Principal
 from workflows.api.errors import Problem, invalid
 from workflows.api.routes.messages import refusal
+from workflows.engine.records.events import ApprovalEvent, AskEvent
 from workflows.execution import launcher
 from workflows.models import ChatWorkflow, WorkflowEvent
 
@@ -204,7 +205,12 @@ def still_asked(answer: Answer, round: int) -> bool:
         .order_by("-seq")
         .first()
     )
-    return latest is not None and latest.seq == answer.seq and latest.payload["status"] == "waiting"
+    if latest is None or latest.seq != answer.seq:
+        return False
+    match latest.envelope.event:
+        case AskEvent(status="waiting") | ApprovalEvent(status="waiting"):
+            return True
+    return False
 
 
 def remember(plan: Plan, run: RunAgentInput) -> None:

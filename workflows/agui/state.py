@@ -98,9 +98,9 @@ def update_step(state: State, event: StepEvent) -> None:
 def add_usage(state: State, event: UsageEvent) -> None:
     """What one model call spent, added to the round's."""
     usage = state["usage"]
-    usage["promptTokens"] += event.prompt_tokens
-    usage["completionTokens"] += event.completion_tokens
-    usage["cachedTokens"] += event.cached_tokens
+    usage["promptTokens"] += event.promptTokens
+    usage["completionTokens"] += event.completionTokens
+    usage["cachedTokens"] += event.cachedTokens
     if event.cost is not None and usage["currency"] in ("", event.cost.currency):
         usage["cost"] = round((usage["cost"] or 0.0) + event.cost.total, 9)
         usage["currency"] = event.cost.currency

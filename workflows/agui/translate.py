@@ -224,9 +224,9 @@ class Translator:
                 shared.add_usage(state, event)
                 if own:
                     spent = self.spent.setdefault(event.model, Spent())
-                    spent.prompt += event.prompt_tokens
-                    spent.completion += event.completion_tokens
-                    spent.cached += event.cached_tokens
+                    spent.prompt += event.promptTokens
+                    spent.completion += event.completionTokens
+                    spent.cached += event.cachedTokens
             case StatusEvent() | ErrorEvent():
                 value = event.model_dump(mode="json", exclude={"type"})
                 return [CustomEvent(name=f"poweron.{event.type}", value=value)]

@@ -175,7 +175,7 @@ class MemoryStore:
             size=len(document.data),
             round=round,
             source=document.source,
-            source_url=document.source_url,
+            sourceUrl=document.sourceUrl,
         )
         self.documents.append((ref, document.data))
         return ref
@@ -270,7 +270,7 @@ async def _scrape(params: Any, ctx: ActionContext) -> ActionResult:
         mime="text/markdown",
         data=text.encode(),
         source="fetched",
-        source_url="https://example.test/page",
+        sourceUrl="https://example.test/page",
     )
     return ActionResult(success=True, documents=[doc], label="pages")
 

@@ -32,7 +32,7 @@ def event_append(*, workflow_id: int, event: AnyEvent) -> Envelope:
 def tokens_of(event: AnyEvent) -> tuple[int, int] | None:
     """The (prompt, completion) tokens an event adds to its workflow's totals."""
     if isinstance(event, UsageEvent):
-        return (event.prompt_tokens, event.completion_tokens)
+        return (event.promptTokens, event.completionTokens)
     return None
 
 

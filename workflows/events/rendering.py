@@ -110,7 +110,7 @@ def render_event(envelope: Envelope) -> str:
             extra["connection"] = event.connection
         case ApprovalEvent():
             extra["params"] = shown_parameters(event.parameters)
-            extra["documents"] = [Shown(d.name, d.source_url) for d in event.documents]
+            extra["documents"] = [Shown(d.name, d.sourceUrl) for d in event.documents]
             extra["connection"] = event.connection
         case (
             RoundEvent()

@@ -288,7 +288,7 @@ class DurableStore:
                 round=round,
                 mime_type=document.mime,
                 source=document.source,
-                source_url=document.source_url or "",
+                source_url=document.sourceUrl or "",
                 key=key,
             )
             return stored.as_ref().model_dump(mode="json")

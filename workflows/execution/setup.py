@@ -214,25 +214,16 @@ def cost_budget(workflow: ChatWorkflow, prices: Prices | None) -> dict[str, floa
             settings.POWERON_LLM_MODEL,
         )
         return {}
-    since = timezone.now() - timedelta(days=1)
-    usages = workflow.events.filter(type="usage", created__gte=since).values_list(
-        "payload", flat=True
-    )
-    spent = [pricing.cost_from(usage.get("cost")) for usage in usages]
+    calls = selectors.usage_since(workflow=workflow, since=timezone.now() - timedelta(days=1))
+    spent = [call.cost for call in calls]
     used = pricing.cost_sum(c for c in spent if c is None or c.currency == prices.currency)
     return {"day_cost": limit, "day_cost_used": used.total if used else 0.0}
 
 
 def tokens_in_the_last_day(workflow: ChatWorkflow) -> int:
     """Prompt and completion tokens the workflow's model calls spent in the last 24 hours."""
-    since = timezone.now() - timedelta(days=1)
-    usages = workflow.events.filter(type="usage", created__gte=since).values_list(
-        "payload", flat=True
-    )
-    return sum(
-        int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
-        for usage in usages
-    )
+    calls = selectors.usage_since(workflow=workflow, since=timezone.now() - timedelta(days=1))
+    return sum(call.promptTokens + call.completionTokens for call in calls)
 
 
 async def build(workflow: ChatWorkflow) -> RoundParts:

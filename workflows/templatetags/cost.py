@@ -10,6 +10,7 @@ from django import template
 from workflows import pricing
 from workflows.engine.demo.policy import DEMO_LABEL
 from workflows.engine.model.money import Cost
+from workflows.engine.records.events import CallSpend
 from workflows.execution import setup
 from workflows.models import ChatWorkflow
 
@@ -35,9 +36,9 @@ def cost_parts(cost: Cost | None) -> str:
 
 
 @register.filter
-def calls_text(calls: list[Any]) -> str:
+def calls_text(calls: list[CallSpend]) -> str:
     """A step's model calls by kind, with the model and the cost of each."""
-    return pricing.calls_text(call.model_dump() for call in calls)
+    return pricing.calls_text(calls)
 
 
 @register.filter

@@ -114,9 +114,9 @@ class RoundReading:
                 self.message = event.content
                 return self.answer.show(event.content)
             case UsageEvent():
-                self.prompt_tokens += event.prompt_tokens
-                self.completion_tokens += event.completion_tokens
-                self.cached_tokens += event.cached_tokens
+                self.prompt_tokens += event.promptTokens
+                self.completion_tokens += event.completionTokens
+                self.cached_tokens += event.cachedTokens
             case AskEvent(status="waiting"):
                 return (
                     f"\n\n> Waiting for your answer on PowerOn's page: {event.question} "

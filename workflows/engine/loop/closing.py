@@ -53,8 +53,8 @@ class _Spend:
 
     def add(self, usage: UsageEvent) -> None:
         self.calls.append(usage)
-        self.tokens += usage.prompt_tokens + usage.completion_tokens
-        self.cached += usage.cached_tokens
+        self.tokens += usage.promptTokens + usage.completionTokens
+        self.cached += usage.cachedTokens
         if usage.cost is None or (self.cost and self.cost.currency != usage.cost.currency):
             self.priced = False
         else:

@@ -374,10 +374,10 @@ class RoundContext:
             task=task,
             action=action,
             kind=usage.kind,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cached_tokens=usage.cached_tokens,
-            latency_ms=usage.latency_ms,
+            promptTokens=usage.prompt_tokens,
+            completionTokens=usage.completion_tokens,
+            cachedTokens=usage.cached_tokens,
+            latencyMs=usage.latency_ms,
             model=model,
             cost=cost,
         )
@@ -389,7 +389,7 @@ def spends(calls: Sequence[UsageEvent]) -> list[CallSpend]:
     """Model calls summed by kind and model, in the order they first came."""
     summed: dict[tuple[str, str], CallSpend] = {}
     for call in calls:
-        tokens = call.prompt_tokens + call.completion_tokens
+        tokens = call.promptTokens + call.completionTokens
         found = summed.get((call.kind, call.model))
         if found is None:
             summed[call.kind, call.model] = CallSpend(

@@ -30,6 +30,7 @@ from workflows.engine.records.events import (
     Event,
     MessageEvent,
     PlanEvent,
+    PlanItem,
     TaskStatus,
     ThoughtEvent,
 )
@@ -118,7 +119,7 @@ async def run_reasoning(ctx: RoundContext) -> AsyncIterator[Event]:
             task=1,
             number=len(thoughts),
             thinking=thought.current_thinking,
-            planning=thought.planning,
+            planning=[PlanItem.of(step) for step in thought.planning],
             plan=render_plan(thought.planning),
             nextThoughtNeeded=thought.next_thought_needed,
             durationMs=int((ctx.clock() - started) * 1000),

@@ -217,13 +217,39 @@ class ReviewEvent(BaseEvent):
     retries: int = 0
 
 
+class PlanItem(BaseModel):
+    """One step of a reasoning plan as people see it, with its sub-steps (the model writes
+    it as a `PlanStep`, in seed 002's names)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str
+    status: Literal["Pending", "Done", "Verification Needed"] = "Pending"
+    result: str | None = None
+    mark: str | None = None
+    """Why the step needs verification."""
+    subSteps: list[PlanItem] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, step: PlanStep) -> PlanItem:
+        """A plan step the model wrote, as the event carries it."""
+        return cls(
+            description=step.description,
+            status=step.status,
+            result=step.result,
+            mark=step.mark,
+            subSteps=[cls.of(sub) for sub in step.sub_steps or []],
+        )
+
+
 class ThoughtEvent(BaseEvent):
     """One thought of Reasoning mode, with the plan as it stands after it."""
 
     type: Literal["thought"] = "thought"
     number: int
     thinking: str
-    planning: list[PlanStep] = Field(default_factory=list)
+    planning: list[PlanItem] = Field(default_factory=list)
+    """The plan tree as it stands after this thought."""
     plan: str = ""
     """The plan tree rendered as an indented list."""
     nextThoughtNeeded: bool
@@ -293,10 +319,13 @@ class UsageEvent(BaseEvent):
 
     type: Literal["usage"] = "usage"
     kind: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    latency_ms: int = 0
+    """What the call was for: taskplan, select, parameters, refine, review, … or an action's
+    own kind."""
+    promptTokens: int = 0
+    completionTokens: int = 0
+    cachedTokens: int = 0
+    """Of the prompt tokens, those the provider read from its prompt cache (cheaper)."""
+    latencyMs: int = 0
     model: str = ""
     cost: Cost | None = None
     """What the call cost; None when the model's price is unknown or the demo model answered."""

@@ -166,7 +166,8 @@ class DocumentRef(BaseModel):
     size: int = 0
     round: int = 0
     source: Literal["uploaded", "produced", "fetched"] = "produced"
-    source_url: str | None = None
+    sourceUrl: str | None = None
+    """Where a fetched document came from."""
 
 
 class ProducedDocument(BaseModel):
@@ -178,7 +179,8 @@ class ProducedDocument(BaseModel):
     mime: str
     data: bytes
     source: Literal["produced", "fetched"] = "produced"
-    source_url: str | None = None
+    sourceUrl: str | None = None
+    """Where a fetched document came from."""
 
 
 class DocumentStore(Protocol):

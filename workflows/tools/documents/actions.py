@@ -153,8 +153,8 @@ def _facts(source: Source) -> str:
         facts[1] = f"{pages} page(s)"
     if title := extracted.metadata.get("title"):
         facts.append(f"title: {source_label(str(title))}")
-    if source.ref.source_url:
-        facts.append(f"source: {source.ref.source_url}")
+    if source.ref.sourceUrl:
+        facts.append(f"source: {source.ref.sourceUrl}")
     return ", ".join(facts)
 
 

@@ -205,8 +205,8 @@ def describe(source: Source) -> str:
     for key, value in source.extracted.metadata.items():
         if isinstance(value, str | int) and key != "delimiter":
             facts.append(f"{key}: {value}")
-    if source.ref.source_url:
-        facts.append(f"from {source.ref.source_url}")
+    if source.ref.sourceUrl:
+        facts.append(f"from {source.ref.sourceUrl}")
     return "; ".join(facts)
 
 

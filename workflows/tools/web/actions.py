@@ -307,7 +307,7 @@ def _page_document(index: int, page: PageText, fmt: Format) -> ProducedDocument:
         suffix = {"application/json": "json", "text/csv": "csv"}.get(page.mime, "txt")
         name, data = f"{index:02d}-{slug(page.title)}.{suffix}", page.text.encode()
     return ProducedDocument(
-        name=name, mime=page.mime, data=data, source="fetched", source_url=page.url
+        name=name, mime=page.mime, data=data, source="fetched", sourceUrl=page.url
     )
 
 

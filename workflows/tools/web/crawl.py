@@ -126,8 +126,8 @@ async def urls_in_documents(refs: Sequence[DocumentRef], store: DocumentStore) -
     """
     found: list[str] = []
     for ref in refs:
-        if ref.source == "fetched" and ref.source_url:
-            found.append(ref.source_url)
+        if ref.source == "fetched" and ref.sourceUrl:
+            found.append(ref.sourceUrl)
             continue
         data = await store.read(ref)
         text = data[:2_000_000].decode("utf-8", errors="replace")
