@@ -1,5 +1,6 @@
-"""The README's event table says what the published JSON Schema says: every event type, each
-with every field of its payload; and every type has its rendering."""
+"""The documented event table (the README's, or docs/events.md where the README points) says
+what the published JSON Schema says: every event type, each with every field of its payload;
+and every type has its rendering."""
 
 import re
 from pathlib import Path
@@ -10,14 +11,23 @@ from django.conf import settings
 from workflows.events.contract import EVENT_TYPES
 from workflows.events.rendering import template_for
 
-README = Path(settings.BASE_DIR) / "README.md"
+HEADER = "| `type` | Payload fields | Meaning |"
 ROW = re.compile(r"^\| `(?P<type>[a-z]+)` \| (?P<fields>[^|]*) \| (?P<meaning>[^|]*) \|$")
+
+
+def documented() -> list[str]:
+    """The lines of the document that holds the event table."""
+    base = Path(settings.BASE_DIR)
+    for path in (base / "docs" / "events.md", base / "README.md"):
+        if path.is_file() and HEADER in (lines := path.read_text(encoding="utf-8").splitlines()):
+            return lines
+    raise AssertionError("no event table in docs/events.md nor in README.md")
 
 
 def readme_table() -> dict[str, set[str]]:
     """The event table's rows: each type with the field names its payload cell names."""
-    lines = README.read_text(encoding="utf-8").splitlines()
-    start = lines.index("| `type` | Payload fields | Meaning |")
+    lines = documented()
+    start = lines.index(HEADER)
     rows: dict[str, set[str]] = {}
     for line in lines[start + 2 :]:
         if not line.startswith("|"):
