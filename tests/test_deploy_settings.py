@@ -1,4 +1,4 @@
-"""The production environment the README documents passes `check --deploy` with no warning,
+"""The production environment docs/production.md documents passes `check --deploy` with no warning,
 and none of its HTTPS settings is on by default (`make run` serves plain http)."""
 
 import os
@@ -22,9 +22,9 @@ HTTPS_SETTINGS = [
 
 def documented_production_env() -> dict[str, str]:
     """The variables of the README's `# /etc/poweron/production.env` block."""
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "production.md").read_text()
     block = re.search(r"```sh\n# /etc/poweron/production.env\n(.*?)```", readme, re.S)
-    assert block, "README lost its production environment block"
+    assert block, "docs/production.md lost its production environment block"
     lines = [line for line in block.group(1).splitlines() if line and not line.startswith("#")]
     return dict(line.split("=", 1) for line in lines)
 
