@@ -21,8 +21,7 @@ from workflows import selectors, services
 from workflows.api.auth import BearerToken, caller
 from workflows.api.schemas import readable
 from workflows.engine.records.state import MODES
-from workflows.execution import launcher
-from workflows.execution import commands
+from workflows.execution import commands, launcher
 from workflows.live.follow import Feed, FeedEnded
 from workflows.models import ChatWorkflow
 

@@ -13,8 +13,7 @@ from workflows.api import shapes
 from workflows.api.auth import READ, RUN, caller
 from workflows.api.errors import Problem, invalid, rate_limited, responses
 from workflows.api.schemas import EditIn, MessageList, RunOut, SendIn
-from workflows.execution import launcher
-from workflows.execution import commands
+from workflows.execution import commands, launcher
 from workflows.models import ChatWorkflow
 
 from .workflows import RoundNumber, WorkflowId
