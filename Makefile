@@ -13,7 +13,7 @@ PICO_VERSION := 2.1.1
 MARKDOWN_IT_VERSION := 14.3.3
 DOMPURIFY_VERSION := 3.5.0
 
-.PHONY: run test lint format setup setup-test setup-bench setup-node system-deps vendor migrate bench clean
+.PHONY: run password test lint format setup setup-test setup-bench setup-node system-deps vendor migrate bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,12 @@ run: setup
 	@echo "PowerOn is starting on http://$(HOST):$(PORT)/  (Ctrl-C stops it)"
 	DEBUG=$${DEBUG:-1} $(PY) -m daphne -b $(HOST) -p $(PORT) poweron.asgi:application
 
+# A new password for an account (the first one by default; ACCOUNT=name for another), asked
+# for twice: the way back when the password `make run` printed once is lost.
+ACCOUNT ?= admin
+password: migrate
+	$(PY) manage.py changepassword $(ACCOUNT)
+
 lint: setup-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -77,7 +83,7 @@ test: setup-test setup-node system-deps lint
 	$(VENV)/bin/pytest
 
 # Every benchmark that runs on its own (real_model.py needs a model server: see the README).
-BENCHES := engine_tokens checkpoints long_workflow first_event host_overhead event_latency vs_react mcp_catalog
+BENCHES := engine_tokens checkpoints long_workflow first_event api_stream host_overhead event_latency vs_react mcp_catalog
 
 bench: setup-bench
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
