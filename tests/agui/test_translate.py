@@ -4,6 +4,7 @@ the state its deltas build, and how a run ends."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tests.agui.protocol import apply_patch, state_of, text_of, types, verify
@@ -97,7 +98,10 @@ def run(events: list[Envelope], translation: Translator, *, opened: bool = True)
             break
     out += translation.closing()
     started = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
-    return [started, *(e.model_dump(mode="json", by_alias=True) for e in out)]
+    events = [started, *(e.model_dump(mode="json", by_alias=True) for e in out)]
+    if opened:  # the patches, applied to the snapshot, give the translator's own state
+        assert state_of(events) == json.loads(json.dumps(translation.state))
+    return events
 
 
 def test_a_step_is_phases_and_its_action_a_tool_call():

@@ -6,12 +6,14 @@ after an event."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from workflows.engine.records.events import StepEvent, TaskEvent, UsageEvent
 from workflows.engine.records.schemas import TaskItem
 
 State = dict[str, Any]
+"""Changed only by replacing parts (see `before_change`)."""
 
 
 def initial_state(*, workflow: int, round: int, page: str) -> State:
@@ -58,19 +60,24 @@ def task_entry(state: State, number: int) -> dict[str, Any] | None:
     return tasks[number - 1] if 0 < number <= len(tasks) else None
 
 
-def update_task(state: State, event: TaskEvent) -> None:
-    """A task changed status (the plan's entry, or a new one when the plan did not list it)."""
-    entry = task_entry(state, event.task)
+def change_task(state: State, number: int, **changes: Any) -> None:
+    """Change task `number`'s entry (a new one when the plan did not list it)."""
+    entry = task_entry(state, number)
     if entry is None:
-        entry = {"number": event.task, "review": None}
-        state["tasks"].append(entry)
-    entry.update(
+        state["tasks"].append({"number": number, "review": None, **changes})
+    else:
+        state["tasks"][number - 1] = {**entry, **changes}
+
+
+def update_task(state: State, event: TaskEvent) -> None:
+    """A task changed status."""
+    entry = task_entry(state, event.task) or {}
+    change_task(
+        state, event.task,
         objective=event.objective or entry.get("objective", ""),
         successCriteria=list(event.successCriteria or entry.get("successCriteria", [])),
-        status=event.status,
-        reason=event.reason,
-        attempt=event.attempt,
-    )
+        status=event.status, reason=event.reason, attempt=event.attempt,
+    )  # fmt: skip
 
 
 def update_step(state: State, event: StepEvent) -> None:
@@ -97,13 +104,20 @@ def update_step(state: State, event: StepEvent) -> None:
 
 def add_usage(state: State, event: UsageEvent) -> None:
     """What one model call spent, added to the round's."""
-    usage = state["usage"]
+    usage = dict(state["usage"])
     usage["promptTokens"] += event.promptTokens
     usage["completionTokens"] += event.completionTokens
     usage["cachedTokens"] += event.cachedTokens
     if event.cost is not None and usage["currency"] in ("", event.cost.currency):
         usage["cost"] = round((usage["cost"] or 0.0) + event.cost.total, 9)
         usage["currency"] = event.cost.currency
+    state["usage"] = usage
+
+
+def before_change(state: State) -> State:
+    """What `diff` compares a changed state with: each part's container copied, not its
+    items (every change replaces the item it changes, never edits one in place)."""
+    return {key: copy.copy(value) for key, value in state.items()}
 
 
 def _escape(key: str) -> str:
@@ -113,7 +127,7 @@ def _escape(key: str) -> str:
 def diff(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
     """A JSON Patch that turns `before` into `after`: objects key by key, a list that only
     grew item by item and by appending, anything else replaced whole."""
-    if before == after:
+    if before is after or before == after:
         return []
     if isinstance(before, dict) and isinstance(after, dict):
         ops: list[dict[str, Any]] = []

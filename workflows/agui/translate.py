@@ -149,7 +149,7 @@ class Translator:
             return []
         seq = envelope.seq
         own = seq is None or seq > self.run_after
-        before = copy.deepcopy(self.state)
+        before = shared.before_change(self.state)
         out = self._events(event, seq, own)
         if ops := shared.diff(before, self.state):
             out.append(StateDeltaEvent(delta=ops))
@@ -169,11 +169,11 @@ class Translator:
             case TaskEvent():
                 shared.update_task(state, event)
             case ActionPlanEvent():
-                if entry := shared.task_entry(state, event.task):
-                    entry["actions"] = [step.model_dump(mode="json") for step in event.actions]
+                actions = [step.model_dump(mode="json") for step in event.actions]
+                shared.change_task(state, event.task, actions=actions)
             case ReviewEvent():
-                if entry := shared.task_entry(state, event.task):
-                    entry["review"] = {"status": event.status, "reason": event.reason}
+                review = {"status": event.status, "reason": event.reason}
+                shared.change_task(state, event.task, review=review)
             case StepEvent(status="started"):
                 shared.update_step(state, event)
                 return self._enter("plan", event.task, event.step)
