@@ -15,6 +15,7 @@ from django.test import AsyncClient
 from tests.api.conftest import bearer, make_token
 from tests.api.sse import AsgiStream, is_final
 from tests.live import session_cookie
+from tests.support.chat_app import NOTE
 from workflows import services
 from workflows.api import tokens
 from workflows.api.event_schema import event_schema
@@ -22,6 +23,7 @@ from workflows.engine.records.events import DeltaEvent, StatusEvent
 from workflows.events import broadcast
 from workflows.events.contract import Envelope, RunEvent
 from workflows.execution import recording
+from workflows.models import ChatWorkflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -232,15 +234,18 @@ async def test_the_event_schema_is_served_to_anyone_and_linked_from_the_document
 async def test_a_round_streams_whole_and_every_event_matches_the_schema(alice, async_api):
     """A demo round sent through the API and read over SSE until its final status: seqs
     1..n, each event as /events stores it and valid against the event schema, the answer's
-    live frames among them."""
+    live frames among them. (The demo model answers a message with a document to read.)"""
     created = await async_api.post(
         "/api/v1/workflows", {"title": "SSE"}, content_type="application/json"
     )
     workflow_id = created.json()["id"]
+    note = await database_sync_to_async(services.document_upload)(
+        workflow=await ChatWorkflow.objects.aget(pk=workflow_id), name="notes.md", data=NOTE
+    )
     reader = await stream(workflow_id, await token(alice, "read"), "until=final")
     sent = await async_api.post(
         f"/api/v1/workflows/{workflow_id}/messages",
-        {"text": "Hello, what can you do?"},
+        {"text": "Summarise my notes", "documents": [note.pk]},
         content_type="application/json",
     )
     assert sent.status_code == 202
