@@ -18,6 +18,7 @@ from workflows.engine.demo.text import markdown_blocks
 from workflows.engine.records.schemas import RefinementDecision, TaskReview
 from workflows.engine.testing import MemoryStore
 from workflows.execution import launcher
+from workflows.execution.checkpoints import NOT_SET_UP, DurableTools
 from workflows.execution.setup import tool_settings
 from workflows.models import ChatWorkflow
 from workflows.tools.documents.mapreduce import Source, extractive_digest
@@ -128,11 +129,13 @@ async def test_the_answer_streams_in_small_pieces_with_pauses() -> None:
     events, _ = await demo_round(DemoLLM(delay_ms=500, sleep=waits))
     deltas = [d for d in of(events, "delta") if d.key == "round1_answer"]
     answer = of(events, "message")[-1]
-    assert len(deltas) > 20
-    assert max(len(d.text) for d in deltas) <= 14
+    *written, note = deltas  # the host's note under it (its source check) comes whole
+    assert note.text.startswith("\n\n> Checked against the sources")
+    assert len(written) > 20
+    assert max(len(d.text) for d in written) <= 14
     assert "".join(d.text for d in deltas) == answer.content
     pauses = [seconds for seconds in waits.seconds if seconds < 0.1]
-    assert len(pauses) == len(deltas) - 1 and all(p > 0 for p in pauses)
+    assert len(pauses) == len(written) - 1 and all(p > 0 for p in pauses)
 
 
 async def test_the_whole_answer_streams_within_a_few_seconds() -> None:
@@ -197,7 +200,8 @@ async def test_the_demo_report_keeps_headings_and_lists() -> None:
 async def test_a_whole_demo_round_keeps_the_notes_structure() -> None:
     """Through extraction, report and answer, the notes' headings and lists survive: the
     report restates them, and so does the answer refine writes from the report's preview, as
-    far as that preview reaches."""
+    far as that preview reaches whole: it ends at a sentence's end, never mid-word, and no
+    heading is left with nothing under it."""
     events, store = await demo_round(DemoLLM())
     report = next(ref for ref in store.index() if ref.label.endswith("_report"))
     markdown = (await store.read(report)).decode()
@@ -205,23 +209,30 @@ async def test_a_whole_demo_round_keeps_the_notes_structure() -> None:
     assert "- Two new customers signed in September.\n" in markdown
     assert "_MARKDOWN" not in markdown  # the extract's facts line is not the notes' text
     answer = of(events, "message")[-1].content
-    assert answer.startswith("Summary by the demo model (extractive):")
+    assert answer.startswith("> Summary by the demo model (extractive):")
     assert "**report_on_the_uploaded_documents.md**" in answer
     assert re.search(r"#+ Quarterly notes\n\nRevenue grew 12 percent in the third quarter", answer)
-    assert re.search(r"#+ Highlights\n\n- The team shipped the new se", answer)
+    assert "…" not in answer and "Highlights" not in answer  # its item was cut: both go
+    quoted = answer.split("\n\nFiles written:")[0]
+    assert quoted.endswith("Costs fell by 3 percent.")
     assert "Files written: `report_on_the_uploaded_documents.md`" in answer
 
 
 async def test_the_demo_model_does_not_repeat_the_hosts_note_to_the_model(settings) -> None:
-    """Asked for what it cannot do with no search provider, the demo model quotes the user's
-    message, not the host's note about unavailable actions that follows it in the prompt."""
+    """Asked for what it cannot do with no search provider, the demo model says it cannot
+    answer (and the round fails), without the host's note about unavailable actions that
+    follows the user's message in the prompt; the answer's own line on what is not available
+    here says web search is not set up, not which setting the operator sets (the runs' tools,
+    as the runner gives them to the engine)."""
     settings.POWERON_SEARCH_PROVIDER = ""
-    tools = ToolRegistry(tool_settings())
+    tools = DurableTools(ToolRegistry(tool_settings()), checkpoints=None)  # type: ignore[arg-type]
     state = make_state(prompt="Search the web for the latest Python release")
     events = await collect(state, DemoLLM(), tools=tools, store=MemoryStore())
     answer = of(events, "message")[-1].content
-    assert "Your message was: Search the web for the latest Python release" in answer
+    assert "the demo model cannot answer this" in answer
+    assert f"**Not available here:** web.search — {NOT_SET_UP}" in answer
     assert "PowerOn:" not in answer and "POWERON_SEARCH_PROVIDER" not in answer
+    assert events[-1].status == "failed"
 
 
 def test_collapsed_previews_get_their_blocks_back() -> None:

@@ -3,6 +3,8 @@ not the model's claims."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.engine.conftest import (
     collect,
     cont,
@@ -14,6 +16,8 @@ from tests.engine.conftest import (
     stop,
     taskplan,
 )
+from tests.engine.test_modes import planned, with_plan
+from tests.support.texts import people_texts
 from workflows.engine.loop.closing import OpenWork
 from workflows.engine.loop.controls import AutoControls
 from workflows.engine.records.events import (
@@ -59,11 +63,51 @@ async def test_a_failed_task_is_explained_by_what_happened_not_by_the_models_wor
     events = await collect(state, llm, controls=AutoControls(approve=False))
     statuses = of(events, "status")
     assert [s.code for s in statuses] == ["no_improvement"]
-    assert statuses[0].reason == "Refine judged the criteria met, but no action succeeded."
+    assert statuses[0].reason == "Refine judged the criteria met, but the user rejected web.search."
+    reviewed = of(events, "review")[0]  # the review did say success: the sentence says so
+    assert reviewed.reason == (
+        "Not done: the user rejected web.search, although the review judged it a success."
+    )
     rejected = "web.search was rejected by the user."
     answer = [e for e in of(events, "message") if e.role == "assistant"][-1]
     assert f"- Task 1 (t): {rejected}" in answer.content and "Done." not in answer.content
     assert events[-1].reason == f"The task did not succeed: Task 1: {rejected}"
+
+
+@pytest.mark.parametrize("approved", [False, None])
+async def test_an_actionplan_step_the_user_did_not_approve_is_said_as_such(approved) -> None:
+    """Actionplan, its one action rejected (or not approved in time), and a review that says
+    "failed": every text says what happened; none claims a review judged it a success, and
+    the step's outcome reads as its badge does (rejected, stopped), not "failed"."""
+    plan = with_plan([planned("web.search", "search", query="PowerOn")], "t")
+    llm = ScriptedLLM([plan, {**review("failed"), "reason": "The search did not run."}, "answer"])
+    state = make_state(mode="actionplan", policy=Policy(approval=["web.*"]))
+    events = await collect(state, llm, controls=AutoControls(approve=approved))
+    texts = [text for event in events for text in people_texts(event)]
+    assert not [text for text in texts if "although the review" in text]
+    step = of(events, "step")[-1]
+    assert step.status == ("rejected" if approved is False else "stopped")
+    (status,) = of(events, "status")
+    ended = "was rejected by the user" if approved is False else "was not approved in time"
+    assert status.reason == f"Action 1 (web.search) {ended}; the plan stops here."
+    action = [e for e in of(events, "message") if e.role == "action"][-1]
+    assert action.content.startswith(
+        "**web.search** rejected by the user" if approved is False else "**web.search** not run"
+    )
+    assert of(events, "review")[0].reason == "The search did not run."
+
+
+async def test_an_actionplan_review_that_says_success_over_a_rejection_is_overruled_plainly():
+    """The same rejection with a review that says "success": the task fails, and the review's
+    reason says what happened and that the review said otherwise."""
+    plan = with_plan([planned("web.search", "search", query="PowerOn")], "t")
+    llm = ScriptedLLM([plan, review("success"), "answer"])
+    state = make_state(mode="actionplan", policy=Policy(approval=["web.*"]))
+    events = await collect(state, llm, controls=AutoControls(approve=False))
+    assert of(events, "review")[0].reason == (
+        "Not done: the user rejected web.search, although the review judged it a success."
+    )
+    assert of(events, "task")[-1].status == "failed"
 
 
 async def test_a_stage_two_failure_fails_the_task_whatever_the_review_says() -> None:

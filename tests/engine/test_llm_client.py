@@ -134,16 +134,23 @@ async def test_the_last_failure_is_model_unavailable(fake_openai) -> None:
         await client(fake_openai.url, max_retries=1).complete_text(MESSAGES, kind="final")
     fake_openai.assert_complete()
     assert caught.value.cause == "server"
-    assert "failed (500" in str(caught.value) and "tried 2 times" in str(caught.value)
+    assert str(caught.value).startswith("The model server failed (500, tried 2 times).")
+    assert "failed (500: down) (tried 2 times)" in caught.value.detail
 
 
 async def test_an_unreachable_server_is_model_unavailable() -> None:
-    """The failure names the server and, with the host's advice, the setting to fix."""
+    """The failure says what happened in words for everyone (no address, no setting: they
+    are asked to see the administrator); its detail, for staff, names the server and, with
+    the host's advice, the setting to fix."""
     advice = {"unreachable": "Check POWERON_LLM_BASE_URL."}
     llm = client("http://127.0.0.1:9/v1", max_retries=0, advice=advice)
     with pytest.raises(ModelUnavailable) as caught:
         await llm.complete_text(MESSAGES, kind="final")
     assert str(caught.value) == (
+        "The model could not be reached. Ask the administrator to check the model's settings "
+        "and that its server runs."
+    )
+    assert caught.value.detail == (
         "The model server at 127.0.0.1:9 could not be reached. Check POWERON_LLM_BASE_URL."
     )
     assert caught.value.cause == "unreachable"
@@ -158,13 +165,20 @@ async def test_an_unreachable_server_is_model_unavailable() -> None:
     ],
 )
 async def test_refusals_say_what_to_fix(fake_openai, status, cause, says) -> None:
-    """A refusal is one readable sentence, the advice for its cause after it; no retries."""
+    """A refusal is one readable sentence, the advice for its cause after it (for staff, in
+    its detail; everyone is asked to see the administrator); no retries."""
     fake_openai.add(FakeReply(status=status, error="bad things"))
     llm = client(fake_openai.url, advice={cause: f"Fix the {cause}."})
     with pytest.raises(ModelUnavailable) as caught:
         await llm.complete_text(MESSAGES, kind="final")
     assert caught.value.cause == cause
-    assert says in str(caught.value) and str(caught.value).endswith(f"Fix the {cause}.")
+    detail = caught.value.detail
+    assert says in detail and detail.endswith(f"Fix the {cause}.")
+    plain = str(caught.value)
+    assert f"({status})" in plain and plain.endswith(
+        "Ask the administrator to check the model's settings."
+    )
+    assert "bad things" not in plain and "fake-model" not in plain and "127.0.0.1" not in plain
     fake_openai.assert_complete()
 
 

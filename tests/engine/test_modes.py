@@ -60,7 +60,7 @@ async def test_actionplan_rejects_a_plan_with_a_denied_action_or_bad_parameters(
     events = await collect(make_state(mode="actionplan"), llm)
     llm.assert_complete()
     errors = of(events, "error")
-    assert "actions.0.action: Input should be 'web.search'" in errors[0].message
+    assert "in action 1, the action must be 'web.search'" in errors[0].message
     assert errors[0].retrying
     assert "documentList" in errors[1].message and not errors[1].retrying
     assert of(events, "status")[0].code == "step_failed"
@@ -111,6 +111,19 @@ async def test_reasoning_loops_thought_by_thought_and_the_last_is_the_answer() -
     assert events[-1].status == "completed"
 
 
+async def test_reasoning_that_stops_with_its_plan_pending_is_not_done() -> None:
+    """A last thought that needs no other, while its own plan still has pending steps, does
+    not complete the round: the task fails naming the steps left, and the answer keeps the
+    thought's words with that reason after them."""
+    llm = ScriptedLLM([thought("Probably 42.", False)])
+    events = await collect(make_state(mode="reasoning"), llm)
+    reason = "The reasoning ended with 2 plan steps not done: Solve; Check."
+    assert of(events, "status")[0].reason == reason
+    assert of(events, "task")[-1].status == "failed"
+    assert of(events, "message")[-1].content == f"Probably 42.\n\n**Not finished:** {reason}"
+    assert events[-1].status == "failed"
+
+
 async def test_reasoning_retries_an_invalid_thought_once_then_fails() -> None:
     llm = ScriptedLLM([{"current_thinking": "x"}, "nonsense"])
     events = await collect(make_state(mode="reasoning"), llm)
@@ -148,11 +161,17 @@ async def test_the_demo_model_extracts_reports_and_summarises(store) -> None:
     assert events[0].model == DEMO_LABEL and {u.model for u in of(events, "usage")} == {DEMO_LABEL}
 
 
-async def test_the_demo_model_answers_directly_without_documents() -> None:
+async def test_the_demo_model_says_it_cannot_answer_without_documents() -> None:
+    """Without a document to read the demo model has nothing to do: it says so, and the
+    round fails (it never ends "completed" for work it did not do)."""
     events = await collect(make_state(prompt="Hello"), DemoLLM(), store=MemoryStore())
     assert of(events, "taskplan")[0].tasks == [] and not of(events, "plan")
-    assert "demo model" in of(events, "message")[-1].content
-    assert events[-1].status == "completed"
+    answer = of(events, "message")[-1]
+    assert "No language model is configured, so the demo model cannot answer this." in (
+        answer.content
+    )
+    assert "ask the administrator to configure a model" in answer.content
+    assert answer.status == "failed" and events[-1].status == "failed"
 
 
 async def test_the_demo_model_runs_actionplan_and_reasoning(store) -> None:
@@ -160,8 +179,30 @@ async def test_the_demo_model_runs_actionplan_and_reasoning(store) -> None:
     planned_events = await collect(state, DemoLLM(), store=store)
     assert [d.document.label for d in of(planned_events, "document")][-1].endswith("_report")
     assert planned_events[-1].status == "completed"
-    reasoned = await collect(make_state(mode="reasoning"), DemoLLM(), store=MemoryStore())
+    state = make_state(mode="reasoning", prompt="Summarise my notes.")
+    reasoned = await collect(state, DemoLLM(), store=store)
     assert len(of(reasoned, "thought")) == 1 and reasoned[-1].status == "completed"
+    answer = of(reasoned, "message")[-1].content
+    assert answer.startswith("> Summary by the demo model (extractive):")
+    assert "PowerOn is a web chat." in answer
+
+
+async def test_the_demo_models_reasoning_without_documents_ends_unfinished_not_complete():
+    """Reasoning without a document: the demo model's thought says it cannot reason and
+    leaves its solving step pending; the host ends the round failed with the step it left,
+    and the answer is its own words, not the task read back as "The plan is complete"."""
+    state = make_state(mode="reasoning", prompt="Plan a three-day trip to Rome.")
+    events = await collect(state, DemoLLM(), store=MemoryStore())
+    (thought,) = of(events, "thought")
+    assert "Plan a three-day trip" not in thought.thinking
+    reason = "The reasoning ended with 1 plan step not done: Solve the problem."
+    assert [(s.code, s.reason) for s in of(events, "status")] == [("no_improvement", reason)]
+    assert of(events, "task")[-1].status == "failed"
+    answer = of(events, "message")[-1].content
+    assert answer.startswith("No language model is configured, so the demo model cannot")
+    assert answer.endswith(f"**Not finished:** {reason}")
+    assert "plan is complete" not in answer.lower()
+    assert events[-1].status == "failed" and events[-1].reason == reason
 
 
 async def test_demo_parameters_fill_only_schema_fields() -> None:

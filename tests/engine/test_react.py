@@ -164,9 +164,11 @@ async def test_an_action_outside_the_allowed_catalog_is_rejected() -> None:
     events = await collect(make_state(policy=policy), llm)
     llm.assert_complete()
     error = of(events, "error")[0]
-    assert error.kind == "validation" and "action: Input should be 'web.search'" in error.message
-    assert "'web.crawl'" not in error.message.split("Input should be")[1]
+    assert error.kind == "validation" and "the action must be 'web.search'" in error.message
+    assert "'web.crawl'" not in error.message.split("must be")[1]
     assert "web.crawl" not in user_text(calls_of(llm, "select")[0])
+    retry = calls_of(llm, "select")[1].messages[-1]["content"]  # the model reads the paths
+    assert "action: Input should be 'web.search'" in retry
 
 
 async def test_allowed_methods_depend_on_the_task_type() -> None:
@@ -205,7 +207,7 @@ async def test_unknown_document_references_and_connections_are_rejected(store) -
     errors = of(events, "error")
     assert [(e.kind, e.retrying) for e in errors] == [("reference", True), ("validation", False)]
     assert "valid references: docList:round1_uploads" in errors[0].message
-    assert "requiredConnection: Input should be null" in errors[1].message
+    assert errors[1].message.endswith("was not valid: the connection must be empty")
 
 
 async def test_two_invalid_selections_fail_the_step_visibly_and_the_review_decides() -> None:
@@ -274,10 +276,10 @@ async def test_two_invalid_parameter_answers_fail_the_step() -> None:
     llm.assert_complete()
     errors = of(events, "error")
     assert [e.retrying for e in errors] == [True, False]
-    assert errors[0].message == (
-        "The model's answer for the action parameters was not valid: parameters.query: Field "
-        "required"
+    assert errors[0].message == (  # in words for people; the model's retry reads the path
+        "The model's answer for the action parameters was not valid: the parameter query is missing"
     )
+    assert "parameters.query: Field required" in llm.calls[3].messages[-1]["content"]
     assert of(events, "status")[0].code == "step_failed"
     assert of(events, "step")[-1].status == "failed"
 
@@ -558,7 +560,7 @@ async def test_a_next_action_that_breaks_stage_one_rules_is_said_and_chosen_agai
     llm.assert_complete()
     error = of(events, "error")[0]
     assert error.kind == "validation" and error.retrying
-    assert "next.action: Input should be 'web.search'" in error.message
+    assert "in the next action, the action must be 'web.search'" in error.message
     retry = calls_of(llm, "refine")[1].messages[-1]["content"]
     assert "Valid values: decision: one of" in retry and '"web.crawl"' not in retry
     assert [p.selection.action for p in of(events, "plan")] == ["web.search", "web.scrape"]
@@ -686,7 +688,9 @@ async def test_a_first_action_that_breaks_stage_one_rules_is_said_and_chosen_aga
     events = await collect(make_state(policy=policy), llm)
     llm.assert_complete()
     error = of(events, "error")[0]
-    assert error.retrying and "firstAction.action: Input should be 'web.search'" in error.message
+    assert error.retrying and "in the first action, the action must be 'web.search'" in (
+        error.message
+    )
     assert [p.selection.action for p in of(events, "plan")] == ["web.search"]
 
 
@@ -716,7 +720,9 @@ async def test_a_runaway_model_field_is_rejected_and_retried() -> None:
     events = await collect(make_state(budgets=Budgets(tokens=1_000_000)), llm)
     llm.assert_complete()
     error = of(events, "error")[0]
-    assert error.retrying and "actionObjective: String should have at most 1000" in error.message
+    assert error.retrying and "the objective is too long (at most 1000 characters)" in (
+        error.message
+    )
     correction = llm.calls[2].messages[-1]["content"]
     assert "at most 1000 characters" in correction and len(correction) < 2_000
     assert all(len(e.model_dump_json()) < 20_000 for e in events)

@@ -345,6 +345,35 @@ async def test_a_wait_that_spends_the_time_budget_ends_the_loop_without_more_cal
     assert of(events, "task")[-1].status == "failed"
 
 
+async def test_the_answer_says_how_each_step_ended_as_its_badge_does() -> None:
+    """A step nobody approved before the round's time ran out closes as stopped; the answer
+    that lists what was done says "stopped" beside it too (it said "failed"), and
+    "succeeded" beside the step before it."""
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    class Late(AutoControls):
+        async def approve(self, *, action, parameters, task, step, timeout):
+            now[0] += 100.0
+            return None
+
+    replies = [taskplan("t"), select(), params(query="a"), cont("More.", next=select("web.scrape"))]
+    llm = ScriptedLLM([*replies, params(query="b")])
+    state = make_state(policy=Policy(approval=["web.scrape"]), budgets=Budgets(seconds=50))
+    events = await collect(state, llm, controls=Late(), clock=clock)
+    llm.assert_complete()
+    assert [s.status for s in of(events, "step") if s.status != "started"] == [
+        "success",
+        "stopped",
+    ]
+    answer = of(events, "message")[-1].content
+    assert "  - Step 1, web.search (succeeded): " in answer
+    assert "  - Step 2, web.scrape (stopped): " in answer and "(failed)" not in answer
+
+
 async def test_the_daily_budget_counts_earlier_rounds_of_the_day() -> None:
     """With the workflow's day nearly spent by earlier rounds, this round stops early and
     says when the budget frees up."""

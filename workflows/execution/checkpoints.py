@@ -40,6 +40,7 @@ from workflows.engine.records.protocols import (
     Usage,
 )
 from workflows.models import ChatDocument, ChatWorkflow
+from workflows.tools.registry import variables_named
 
 Piece = Callable[[str, str, int, str], Awaitable[None]]
 """Receives a live piece of a streamed message: (key, text, offset, attempt)."""
@@ -122,13 +123,14 @@ class DurableLLM:
                 usage = error.usage.model_dump() if error.usage else None
                 return {
                     "invalid": str(error),
+                    "told": error.told,
                     "raw": error.raw,
                     "usage": usage,
                     "cause": error.cause,
                     "advice": error.advice,
                 }
             except ModelUnavailable as error:
-                return {"unavailable": str(error), "cause": error.cause}
+                return unavailable(error)
             value = done.value.model_dump(mode="json", by_alias=True)
             return {"value": value, "usage": done.usage.model_dump()}
 
@@ -143,7 +145,7 @@ class DurableLLM:
             try:
                 done = await self._llm.complete_text(messages, kind=kind)
             except ModelUnavailable as error:
-                return {"unavailable": str(error), "cause": error.cause}
+                return unavailable(error)
             return {"text": done.text, "usage": done.usage.model_dump()}
 
         data = await self._checkpoints.step(f"model.{kind}", call)
@@ -167,7 +169,7 @@ class DurableLLM:
                         await self._on_piece(key, piece, len(text), attempt)
                         text += piece
             except ModelUnavailable as error:
-                return {"unavailable": str(error), "cause": error.cause, "text": text}
+                return {**unavailable(error), "text": text}
             return {"text": text, "usage": usage.model_dump() if usage else None}
 
         data = await self._checkpoints.step(f"model.{kind}", call)
@@ -178,10 +180,16 @@ class DurableLLM:
             yield Usage(**data["usage"])
 
 
+def unavailable(error: ModelUnavailable) -> dict[str, Any]:
+    """What a model step records of a model that failed (the operator's detail too)."""
+    return {"unavailable": str(error), "cause": error.cause, "detail": error.detail}
+
+
 def _raise_recorded(data: dict[str, Any]) -> None:
     """Raise the failure a model step recorded, as the engine expects it."""
     if "unavailable" in data:
-        raise ModelUnavailable(data["unavailable"], cause=data["cause"])
+        detail = data.get("detail", "")
+        raise ModelUnavailable(data["unavailable"], cause=data["cause"], detail=detail)
     if "invalid" in data:
         usage = Usage(**data["usage"]) if data.get("usage") else None
         raise InvalidModelOutput(  # what a step recorded before cause and advice had none
@@ -190,7 +198,12 @@ def _raise_recorded(data: dict[str, Any]) -> None:
             usage=usage,
             cause=data.get("cause", "invalid"),
             advice=data.get("advice", ""),
+            told=data.get("told", ""),
         )
+
+
+NOT_SET_UP = "it is not set up on this server (the administrator can set it up)"
+"""Why a tool the site's settings leave out is missing, in words for everyone."""
 
 
 class DurableTools:
@@ -206,9 +219,13 @@ class DurableTools:
         return self._tools.tools()
 
     def unavailable(self) -> dict[str, str]:
-        """The tools left out of the catalog, with the reason (the model is told)."""
+        """The tools left out of the catalog, with the reason: the model is told, and so are
+        people (the answer says what is not available here, and why). A reason that names the
+        site's settings is the operator's (the Tools panel shows it to staff): it is said as
+        not set up on this server."""
         report = getattr(self._tools, "unavailable", None)
-        return dict(report()) if callable(report) else {}
+        reasons = dict(report()) if callable(report) else {}
+        return {name: NOT_SET_UP if variables_named(why) else why for name, why in reasons.items()}
 
     async def execute(self, name: str, params: BaseModel, ctx: ActionContext) -> ActionResult:
         """Run one action as a step; its result (with the model calls it made) is recorded."""
@@ -265,7 +282,8 @@ class DurableStore:
     def _read(self, document_id: int) -> bytes:
         document = ChatDocument.objects.get(pk=document_id, workflow=self.workflow)
         with document.file.open("rb") as handle:
-            return handle.read()
+            data: bytes = handle.read()
+        return data
 
     async def save(
         self, document: ProducedDocument, *, label: str, round: int, task: int, action: int

@@ -2,7 +2,8 @@
 
 It speaks the same LLM protocol as a real model and reads the engine's own prompts:
 extract the uploaded documents, write a report, stop, and answer with an extractive
-summary. Without documents it answers directly. Labelled "demo model" everywhere.
+summary. Without documents it says that it cannot answer, and the round fails: it never
+passes off a request it could not do as done. Labelled "demo model" everywhere.
 
 Given `delay_ms` it takes its time like a model: each call waits a few hundred milliseconds
 and the answer streams in small pieces, so the loop can be watched, stopped and steered.
@@ -26,20 +27,22 @@ from workflows.engine.demo.text import (
     TITLE,
     answer_prompt,
     doc_lists,
+    documents_part,
+    fenced_texts,
     join_blocks,
-    leading_sentences,
     markdown_blocks,
     readable_text,
     section,
     stream_pieces,
+    whole_blocks,
 )
 from workflows.engine.prompting.shared import ANSWER_AFTER
 from workflows.engine.records.protocols import (
-    HOST_NOTE,
     AnswerSink,
     Completion,
     InvalidModelOutput,
     Message,
+    ModelUnavailable,
     T,
     TextCompletion,
     Usage,
@@ -47,6 +50,10 @@ from workflows.engine.records.protocols import (
 )
 
 DEMO_LABEL = "demo model"
+CANNOT = "No language model is configured, so the demo model cannot answer this."
+"""What the demo says of a request it cannot do: it only reads and summarises documents."""
+SUMMARY = "> Summary by the demo model (extractive): what it read, quoted as written."
+"""The line its summaries open with: a note (quoted), not a claim about the documents."""
 REPORT = "Report on the uploaded documents"
 """The report's objective, which is also its title (the title's default)."""
 
@@ -133,16 +140,27 @@ class DemoLLM:
             case "refine":
                 return self.refine(prompt)
             case "review":
-                failed = "(failed)" in section(prompt, "Steps")
-                verdict = {"status": "failed" if failed else "success", "reason": "Demo review."}
-                if not failed and answers("success", prompt):  # it answers too
-                    verdict["answer"] = self.drafted(prompt)
-                return verdict
+                return self.review(prompt)
             case "actionplan":
                 return self.actionplan(prompt)
             case "thought":
                 return self.thought(prompt)
         raise InvalidModelOutput(f"the demo model does not answer {kind!r} calls")
+
+    def review(self, prompt: str) -> dict[str, Any]:
+        """The verdict the steps bear out: success when every step succeeded (the report
+        written, when there is one), else failed; said in a sentence."""
+        steps = section(prompt, "Steps")
+        if "(failed)" in steps or "(success)" not in steps:
+            reason = "A step did not succeed, so the task is not done."
+            return {"status": "failed", "reason": reason}
+        reason = "Every step succeeded."
+        if "document.generateReport (success)" in steps:
+            reason = "Every step succeeded: the documents were read and the report is written."
+        verdict = {"status": "success", "reason": reason}
+        if answers("success", prompt):  # it answers too
+            verdict["answer"] = self.drafted(prompt)
+        return verdict
 
     def taskplan(self, prompt: str) -> dict[str, Any]:
         uploaded, _ = doc_lists(prompt)
@@ -197,8 +215,10 @@ class DemoLLM:
             if answers("stop", prompt):  # a round of one task: refine answers too
                 decision["answer"] = self.drafted(prompt)
             return decision
-        if '"success":false' in section(prompt, "Latest observation"):
-            return {"decision": "stop", "reason": "The action failed; nothing more to try."}
+        observed = section(prompt, "Latest observation")
+        if '"success":false' in observed:
+            what = "was rejected" if "rejected by the user" in observed else "failed"
+            return {"decision": "stop", "reason": f"The action {what}; nothing more to try."}
         return {
             "decision": "continue",
             "reason": "The report is still missing.",
@@ -247,13 +267,29 @@ class DemoLLM:
         }
 
     def thought(self, prompt: str) -> dict[str, Any]:
-        problem = section(prompt, "Problem")
-        summary = leading_sentences(problem)
+        """One thought, honest about what the demo can do: the attached documents summarised
+        extractively; without any, it says it cannot reason and leaves the solving step
+        pending (the host then ends the round unfinished)."""
+        read = [
+            f"**{name}**\n\n{join_blocks(found)}"
+            for name, text in fenced_texts(documents_part(prompt))
+            if (found := whole_blocks(markdown_blocks(readable_text(text))))
+        ]
+        if read:
+            summary = f"{SUMMARY}\n\n" + "\n\n".join(read[:6])
+            return {
+                "current_thinking": summary,
+                "planning": [
+                    {"description": "Read the attached documents", "status": "Done"},
+                    {"description": "Quote their main points", "status": "Done"},
+                ],
+                "next_thought_needed": False,
+            }
         return {
-            "current_thinking": f"(demo model) The problem, in its own words: {summary}",
+            "current_thinking": f"{CANNOT} It can only read and summarise documents you attach.",
             "planning": [
-                {"description": "Read the problem", "status": "Done", "result": summary[:120]},
-                {"description": "State it back", "status": "Done", "result": "Done extractively."},
+                {"description": "Read the problem", "status": "Done"},
+                {"description": "Solve the problem", "status": "Pending"},
             ],
             "next_thought_needed": False,
         }
@@ -273,19 +309,20 @@ class DemoLLM:
                 if report or not name.lower().endswith(READABLE):
                     files.append(name)
                 readable = (reports or not report) and name.lower().endswith(READABLE)
-                if readable and (found := markdown_blocks(readable_text(text))):
+                if readable and (found := whole_blocks(markdown_blocks(readable_text(text)))):
                     parts.append(f"**{name}**\n\n{join_blocks(found)}")
         parts = parts[:6]
         if files:
             parts.append("Files written: " + ", ".join(f"`{name}`" for name in files[:6]) + ".")
-        if not parts:
-            request = section(prompt, "User request").split(HOST_NOTE.strip())[0]
-            request = leading_sentences(request, 1)
-            return (
-                "I am the demo model: no language model is configured, so I can only extract "
-                f"and summarise uploaded documents. Your message was: {request}"
+        if not parts and "## Results" not in prompt:  # a direct answer: nothing to quote
+            raise ModelUnavailable(
+                f"{CANNOT} Attach a document to have it read and summarised, or ask the "
+                "administrator to configure a model.",
+                cause="demo",
             )
-        return "Summary by the demo model (extractive):\n\n" + "\n\n".join(parts)
+        if not parts:
+            return "The demo model found nothing it could quote in what the steps produced."
+        return f"{SUMMARY}\n\n" + "\n\n".join(parts)
 
     async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:
         """A plain-text answer (the extractive final answer)."""

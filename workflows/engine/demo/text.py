@@ -14,6 +14,24 @@ FENCE = re.compile(r"<<<UNTRUSTED DATA from [^>]*>>>\n(.*?)\n<<<END UNTRUSTED DA
 """The data a prompt fences as untrusted (observations, steps, results)."""
 
 
+_NAMED_FENCE = re.compile(
+    r"<<<UNTRUSTED DATA from ([^>:]*)[^>]*>>>\n(.*?)\n<<<END UNTRUSTED DATA>>>", re.S
+)
+_CUT = "…"
+
+
+def fenced_texts(text: str) -> list[tuple[str, str]]:
+    """The (source, text) of every fenced block of a text."""
+    return [(name.strip(), body) for name, body in _NAMED_FENCE.findall(text)]
+
+
+def documents_part(prompt: str) -> str:
+    """A thought's documents: from its "## Documents" heading to its history's (the
+    documents' own text may hold "## " headings, which end a `section`)."""
+    after = prompt.partition("\n## Documents\n")[2]
+    return after.partition("\n## History")[0]
+
+
 def section(prompt: str, title: str) -> str:
     """The text under `## title` up to the next heading."""
     match = re.search(rf"^## {re.escape(title)}[^\n]*\n(.*?)(?=^## |\Z)", prompt, re.S | re.M)
@@ -120,6 +138,27 @@ def _paragraph_and_items(text: str) -> list[str]:
         else:
             blocks[-1] += " " + piece
     return blocks
+
+
+def whole_blocks(blocks: list[str], limit: int = 900) -> list[str]:
+    """Blocks that end where a sentence or an item does: at most about `limit` characters,
+    and a block cut off (a preview ends with "…", or the limit falls inside it) keeps its
+    whole sentences or goes; a heading left with nothing under it goes too."""
+    kept: list[str] = []
+    size = 0
+    for block in blocks:
+        cut = block.endswith(_CUT) or size + len(block) > limit
+        if cut:
+            body = block.removesuffix(_CUT)[: max(0, limit - size)]
+            ends = [m.end() for m in re.finditer(r"[.!?](?=\s|$)", body)]
+            if ends and not _ITEM_START.match(block) and not block.startswith("#"):
+                kept.append(body[: ends[-1]])
+            break
+        kept.append(block)
+        size += len(block)
+    while kept and kept[-1].startswith("#"):
+        kept.pop()
+    return kept
 
 
 def join_blocks(blocks: list[str]) -> str:

@@ -25,6 +25,7 @@ from workflows.engine.prompting.selection import selection_messages, task_tools
 from workflows.engine.records.events import ActEvent, ActionPlanEvent, Event, PlanEvent, PlannedStep
 from workflows.engine.records.protocols import describe_error
 from workflows.engine.records.schemas import ActionPlan, ActionSelection, Observation, PlannedAction
+from workflows.engine.records.wording import explain_error
 
 Planned = list[tuple[PlannedAction, Prepared]]
 
@@ -99,8 +100,10 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
         yield ctx.end_step(step)
         if observed.value is None or not observed.value.success:
             task.stop_code = "step_failed"
+            ended = {"rejected": "was rejected by the user", "stopped": "was not approved in time"}
             task.stop_reason = (
-                f"Action {step.action} ({action.action}) failed; the plan stops here."
+                f"Action {step.action} ({action.action}) {ended.get(step.status, 'failed')}; "
+                "the plan stops here."
             )
             yield ctx.status("step_failed", task.stop_reason, task=task.number, action=step.action)
             return
@@ -172,8 +175,11 @@ def checked_plan(
         try:
             prepared = prepare_parameters(tool, action.parameters, defaults)
         except ValueError as error:
+            where = f"action {index} ({action.action})"
             raise Rejected(
-                f"action {index} ({action.action}): {describe_error(error)}", kind="validation"
+                f"{where}: {describe_error(error)}",
+                kind="validation",
+                told=f"{where}: {explain_error(error, parameters=True)}",
             ) from error
         checked.append((action, prepared))
     return checked

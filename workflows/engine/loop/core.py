@@ -1,15 +1,21 @@
-"""What every mode shares: the round's context and its task and step records (the model call
-with its retry is in `calls`)."""
+"""What every mode shares: the round's context and its steps (the task and step records are in
+`tasks`, the model call with its retry in `calls`)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from workflows.engine.loop.controls import Controls
 from workflows.engine.loop.guards import Budget
+from workflows.engine.loop.tasks import BUDGET_CODES as BUDGET_CODES
+from workflows.engine.loop.tasks import CUT_SHORT_CODES as CUT_SHORT_CODES
+from workflows.engine.loop.tasks import MODEL_STOP_CODES as MODEL_STOP_CODES
+from workflows.engine.loop.tasks import STEPS_SHOWN as STEPS_SHOWN
+from workflows.engine.loop.tasks import StepTrace as StepTrace
+from workflows.engine.loop.tasks import TaskState as TaskState
 from workflows.engine.model.money import Cost, Prices
 from workflows.engine.model.staged import SMALL_KINDS
 from workflows.engine.records.events import (
@@ -21,21 +27,11 @@ from workflows.engine.records.events import (
     TaskStatus,
     UsageEvent,
 )
-from workflows.engine.records.protocols import (
-    LLM,
-    DocumentStore,
-    ToolExecutor,
-    Usage,
-    untrusted,
-)
-from workflows.engine.records.schemas import ActionPlan, ActionSelection, Observation, TaskItem
+from workflows.engine.records.protocols import LLM, DocumentStore, ToolExecutor, Usage
 from workflows.engine.records.state import HistoryEntry, RoundState
 
 V = TypeVar("V")
 R = TypeVar("R")
-
-STEPS_SHOWN = 8
-"""How many of a task's steps its prompts list line by line (the newest)."""
 
 
 @dataclass
@@ -50,141 +46,11 @@ class Out(Generic[V]):
 class Rejected(ValueError):
     """Model output that parsed but breaks a rule (unknown action, bad reference, ...)."""
 
-    def __init__(self, message: str, *, kind: str = "rejected") -> None:
+    def __init__(self, message: str, *, kind: str = "rejected", told: str = "") -> None:
         super().__init__(message)
         self.kind = kind
-
-
-MODEL_STOP_CODES = frozenset({"criteria_met", "no_improvement"})
-"""Stops that refine decided, with the model's reason; every other stop is the host's."""
-BUDGET_CODES = frozenset({"token_budget", "cost_budget", "time_budget"})
-"""Stops for a spent budget."""
-CUT_SHORT_CODES = BUDGET_CODES | {"max_steps"}
-"""Stops the host made while the work may go on: a limit or a budget (a Stop ends the run)."""
-
-
-@dataclass
-class StepTrace:
-    """One action of a task, as later prompts see it."""
-
-    action: int
-    name: str
-    """"method.action"; "" when the step ran no action (none was chosen)."""
-    objective: str
-    observation: Observation
-    summary: str
-    step: int = 0
-    """The step number shown to people (it restarts when a task is retried)."""
-
-    def line(self, *, summary: bool = True) -> str:
-        """`a2 web.search (success): summary`, for the model's prompts; without `summary`,
-        pointing at the latest observation, which the prompt shows in full."""
-        status = "success" if self.observation.success else "failed"
-        told = self.summary if summary else "see the latest observation"
-        return f"a{self.action} {self.name or 'no action'} ({status}): {told}"
-
-    def told(self) -> str:
-        """The step for people: `Step 2, web.search (succeeded): summary`."""
-        status = "succeeded" if self.observation.success else "failed"
-        what = f"Step {self.step}, {self.name} ({status})" if self.name else f"Step {self.step}"
-        return f"{what}: {self.summary}"
-
-
-@dataclass
-class TaskState:
-    """A task as it runs: its steps, learnings and why it stopped."""
-
-    number: int
-    item: TaskItem
-    attempt: int = 1
-    actions: int = 0
-    steps: list[StepTrace] = field(default_factory=list)
-    stop_code: str = ""
-    stop_reason: str = ""
-    status: str = "pending"
-    proposed: ActionSelection | None = None
-    """The next action chosen with the last refinement decision, checked like Stage 1; the
-    next step takes it instead of asking Stage 1 again."""
-    missing: dict[str, str] = field(default_factory=dict)
-    """Unavailable actions the model chose for this task, with the reason: not offered again,
-    and named in the answer."""
-    planned: ActionPlan | None = None
-    """Actionplan mode: the action list the task plan carried for this (only) task, checked
-    like an Actionplan answer when the task starts."""
-    answer: str = ""
-    """The answer to the user that refine (stopping with the criteria met) or the review
-    (judging success) wrote in a round of one task; used only when the task ends in success."""
-    failure: str = ""
-    """Why the task did not succeed, in the host's words (see `failure_reason`)."""
-    unfinished: str = ""
-    """What the last refinement said when it asked to continue ("" before the first one, and
-    once one stopped): the agent's own judgement that work is left. A task cut short while it
-    is set is incomplete, whatever a review says (see `cut_short`)."""
-
-    def next_action(self) -> int:
-        """The next action number; numbering goes on across retries so labels never clash."""
-        self.actions += 1
-        return self.actions
-
-    def facts(self) -> str:
-        """Why the stored facts do not support success ("" when they do): some action must
-        have succeeded, and the last one too."""
-        if not self.steps:
-            return "no action ran"
-        if not any(step.observation.success for step in self.steps):
-            return "no action succeeded"
-        last = self.steps[-1]
-        if not last.observation.success:
-            return f"its last action ({last.name}) failed"
-        return ""
-
-    def cut_short(self) -> bool:
-        """Whether the host stopped the task (its step limit, a budget) while the agent had
-        judged it unfinished: its last refinement asked to continue."""
-        return bool(self.unfinished) and self.stop_code in CUT_SHORT_CODES
-
-    def unfinished_reason(self) -> str:
-        """Why a task cut short is incomplete: what stopped it, and what the agent said was
-        left."""
-        said = " ".join(self.unfinished.split())
-        said = said if len(said) <= 300 else said[:299] + "…"
-        stopped = self.stop_reason.strip()
-        stopped = stopped if stopped.endswith((".", "!", "?")) else f"{stopped}."
-        return f"{stopped} Its last refinement said more was needed: “{said}”"
-
-    def failure_reason(self, judged: str) -> str:
-        """Why the task failed, from what happened: its last action's error when that
-        failed, the host's own reason for stopping (a limit, a budget, a failed step), and
-        only otherwise `judged`, the grounded review's."""
-        last = self.steps[-1] if self.steps else None
-        if last and last.name and not last.observation.success and last.observation.error:
-            error = last.observation.error  # said of the action, unless it says which step
-            return error if error.startswith((last.name, "Step ")) else f"{last.name}: {error}"
-        if self.stop_code not in MODEL_STOP_CODES and self.stop_reason:
-            return self.stop_reason
-        return judged or self.stop_reason
-
-    def criteria(self) -> str:
-        """The success criteria as one line."""
-        return "; ".join(self.item.successCriteria) or "(none stated)"
-
-    def steps_text(self, *, latest_observation: bool = True) -> str:
-        """One line per step, the newest STEPS_SHOWN of them (the others counted), fenced
-        (summaries quote documents and the web); the latest observation in full (fenced too)
-        unless the prompt shows it elsewhere. The newest step's line points at it instead of
-        repeating its summary."""
-        from workflows.engine.prompting.prompts import render_observation
-
-        if not self.steps:
-            return "(none yet)"
-        shown = self.steps[-STEPS_SHOWN:]
-        lines = [step.line(summary=step is not shown[-1]) for step in shown]
-        text = untrusted("earlier steps", "\n".join(lines))
-        if hidden := len(self.steps) - len(shown):
-            text = f"({hidden} earlier step(s) not shown)\n{text}"
-        if latest_observation:
-            text += "\nLatest observation: " + render_observation(self.steps[-1].observation)
-        return text
+        self.told = told or message
+        """What is wrong in words for people (the message, for the model, may name paths)."""
 
 
 @dataclass
@@ -304,6 +170,7 @@ class RoundContext:
             reason=reason,
             durationMs=int((self.clock() - step.started - self.waited + step.waited_before) * 1000),
             tokens=self.budget.tokens - step.tokens_before,
+            promptTokens=sum(call.promptTokens for call in self.calls[step.calls_before :]),
             cachedTokens=self.cached_tokens - step.cached_before,
             cost=self.spent_since(step.cost_before, step.calls_before),
             model=self.llm.label,
@@ -393,11 +260,22 @@ def spends(calls: Sequence[UsageEvent]) -> list[CallSpend]:
         found = summed.get((call.kind, call.model))
         if found is None:
             summed[call.kind, call.model] = CallSpend(
-                kind=call.kind, model=call.model, tokens=tokens, cost=call.cost
+                kind=call.kind,
+                model=call.model,
+                tokens=tokens,
+                promptTokens=call.promptTokens,
+                cachedTokens=call.cachedTokens,
+                cost=call.cost,
             )
             continue
         cost = None if found.cost is None or call.cost is None else found.cost + call.cost
         summed[call.kind, call.model] = found.model_copy(
-            update={"calls": found.calls + 1, "tokens": found.tokens + tokens, "cost": cost}
+            update={
+                "calls": found.calls + 1,
+                "tokens": found.tokens + tokens,
+                "promptTokens": found.promptTokens + call.promptTokens,
+                "cachedTokens": found.cachedTokens + call.cachedTokens,
+                "cost": cost,
+            }
         )
     return list(summed.values())

@@ -42,13 +42,14 @@ from workflows.engine.records.events import (
     PlanEvent,
     RefineEvent,
 )
-from workflows.engine.records.protocols import Tool, describe_error
+from workflows.engine.records.protocols import Tool
 from workflows.engine.records.schemas import (
     ActionSelection,
     Observation,
     ParametersSchema,
     RefinementDecision,
 )
+from workflows.engine.records.wording import explain_error
 
 
 async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
@@ -264,7 +265,9 @@ async def act(
             out.value = prepare_parameters(tool, {}, defaults)
         except ValueError as error:
             yield ErrorEvent(
-                **step.position(), kind="validation", message=describe_error(error)[:1_500]
+                **step.position(),
+                kind="validation",
+                message=explain_error(error, parameters=True)[:1_500],
             )
     else:
         async for event in ask(

@@ -38,6 +38,7 @@ from workflows.engine.records.protocols import untrusted
 from workflows.engine.records.schemas import (
     ActionSelection,
     Observation,
+    PlanStep,
     TaskItem,
     Thought,
     as_objective,
@@ -47,6 +48,17 @@ from workflows.engine.records.schemas import (
 THOUGHTS_PER_STEP = 2
 """Reasoning allows this many thoughts per configured step before asking to continue."""
 READER = "document.extract"
+
+
+def pending_steps(steps: list[PlanStep]) -> list[str]:
+    """The plan's steps still pending, sub-steps included (a step marked for verification
+    counts as done: its mark says what to check)."""
+    left: list[str] = []
+    for step in steps:
+        if step.status == "Pending":
+            left.append(step.description)
+        left += pending_steps(step.sub_steps or [])
+    return left
 
 
 def thoughts_text(thoughts: list[Thought]) -> str:
@@ -128,8 +140,17 @@ async def run_reasoning(ctx: RoundContext) -> AsyncIterator[Event]:
             model=ctx.llm.label,
         )
         if not thought.next_thought_needed:
-            task.stop_code, task.stop_reason = "criteria_met", "The plan is complete."
-            yield ctx.status("criteria_met", task.stop_reason, task=1)
+            if left := pending_steps(thought.planning):  # it stopped, its plan says otherwise
+                task.stop_code = "no_improvement"
+                task.stop_reason = (
+                    f"The reasoning ended with {counted(len(left), 'plan step')} not done: "
+                    + "; ".join(left[:3])
+                    + ("; …" if len(left) > 3 else "")
+                    + "."
+                )
+            else:
+                task.stop_code, task.stop_reason = "criteria_met", "Every plan step is done."
+            yield ctx.status(task.stop_code, task.stop_reason, task=1)
             break
     async for event in conclude(ctx, task, thoughts):
         yield event
@@ -214,6 +235,8 @@ async def conclude(
     cut_short = cut_short and thoughts[-1].next_thought_needed
     if finished:
         solution = thoughts[-1].current_thinking
+    elif task.stop_code == "no_improvement":  # its last word, and what it left undone
+        solution = f"{thoughts[-1].current_thinking}\n\n**Not finished:** {task.stop_reason}"
     else:
         plan = (render_plan(thoughts[-1].planning) if thoughts else "") or "(no plan)"
         solution = f"I could not finish reasoning: {task.stop_reason}\n\nThe plan so far:\n{plan}"

@@ -9,6 +9,7 @@ from typing import Any
 
 from workflows.engine.loop.core import Out, Rejected, RoundContext
 from workflows.engine.model.formats import holds_json, valid_values
+from workflows.engine.model.reports import TIMEOUT_HINT
 from workflows.engine.prompting.narrowed import asked_as, plain
 from workflows.engine.prompting.prompts import cache_first, correction, unfinished_correction
 from workflows.engine.prompting.selection import unavailable_actions
@@ -21,6 +22,7 @@ from workflows.engine.records.protocols import (
     T,
     describe_error,
 )
+from workflows.engine.records.wording import explain_error
 
 CALL_NAMES = {
     "taskplan": "task plan",
@@ -64,7 +66,7 @@ def rejected_proposal(
         task=task,
         action=action,
         kind=error.kind,  # type: ignore[arg-type]
-        message=f"{what} was rejected: {str(error)[:1_500]}. {then}",
+        message=f"{what} was rejected: {error.told[:1_500]}. {then}",
         retrying=True,
     )
 
@@ -159,6 +161,9 @@ async def ask(
             if error.usage is not None:
                 yield ctx.usage(error.usage, task=task, action=action)
             message, raw, advice = describe_error(error), error.raw, error.advice
+            told = error.told
+            if error.cause == "timeout" and advice:  # the setting to raise is for staff
+                told = f"{told}; {TIMEOUT_HINT}"
             unfinished = error.cause != "invalid" or not holds_json(raw)
         else:
             yield ctx.usage(completion.usage, task=task, action=action)
@@ -168,15 +173,17 @@ async def ask(
                 out.value, out.error = (check(value) if check else value), ""
                 return
             except Rejected as error:
-                message, kind_of_error = str(error), error.kind
-            except ValueError as error:
+                message, kind_of_error, told = str(error), error.kind, error.told
+            except ValueError as error:  # an action's parameters, checked by its own model
                 message = describe_error(error)
-        message += unavailable_hint(ctx, raw)
+                told = explain_error(error, parameters=kind == "parameters")
+        hint = unavailable_hint(ctx, raw)
+        message, told = message + hint, told + hint
         verdict = "was not valid" if kind_of_error == "validation" else "was rejected"
         what = f"The model's answer for the {CALL_NAMES.get(kind, kind)} {verdict}"
         if unfinished:
             what = f"The model produced no valid answer for the {CALL_NAMES.get(kind, kind)}"
-        told = message[:1_500] + (f". {advice}" if advice else "")  # what to do is for people
+        told = told[:1_500]  # in words for people; the retry below reads the model's
         out.error = told
         yield ErrorEvent(
             round=ctx.round,
@@ -185,6 +192,7 @@ async def ask(
             kind=kind_of_error,  # type: ignore[arg-type]
             message=f"{what}: {told}",
             retrying=attempt == 1,
+            detail=advice,
         )
         valid = valid_values(output)  # only a corrective message needs them
         if unfinished:

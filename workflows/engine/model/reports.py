@@ -85,12 +85,14 @@ def failure(
     plain = f"The model {PLAIN.get(cause, 'failed')}"
     if cause == "timeout":
         plain = f"The model did not answer within {timeout:g} s"
+    said_too = [str(status)] if status and cause != "too_large" else []
     if broke_off and cause == "timeout":
         plain = f"The model stopped partway through its answer: nothing came for {timeout:g} s"
     elif broke_off:
         plain = "The model broke off its answer"
     elif retries and cause in RETRIED:
-        plain += f" (tried {retries + 1} times)"
+        said_too.append(f"tried {retries + 1} times")
+    plain += f" ({', '.join(said_too)})" if said_too else ""
     return ModelUnavailable(f"{plain}. {ADVICE.get(cause, ASK)}", cause=cause, detail=detail)
 
 

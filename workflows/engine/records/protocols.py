@@ -10,9 +10,11 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypedDict, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from workflows.engine.records.wording import explain_error
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -127,28 +129,45 @@ class InvalidModelOutput(Exception):
         usage: Usage | None = None,
         cause: str = "invalid",
         advice: str = "",
+        told: str = "",
     ) -> None:
         super().__init__(message)
+        self._told = told
         self.raw = raw
         self.usage = usage
         self.cause = cause
         """invalid (it answered, in the wrong shape), cut_off (at its token limit) or timeout."""
         self.advice = advice
-        """What people can do about it (the host's advice for a timeout); never sent to the
-        model, whose corrective retry reads the message alone."""
+        """What the operator can do about it (the host's advice for a timeout, naming its
+        settings: shown to staff); never sent to the model, whose corrective retry reads the
+        message alone."""
+
+    @property
+    def told(self) -> str:
+        """The problem in words for people: the message names fields as paths for the
+        model's retry; a validation error it was raised from is said in plain words."""
+        if self._told:
+            return self._told
+        cause = self.__cause__
+        return explain_error(cause) if isinstance(cause, ValidationError) else str(self)
 
 
 class ModelUnavailable(Exception):
     """The model could not be reached or kept failing after retries.
 
-    The message says what failed and, when the host gave advice for this `cause`, what to
-    fix (which setting, which server); it is shown to people as it is.
+    The message says what failed and what anyone can do, in words for everyone; `detail`
+    says which server and, when the host gave advice for this `cause`, what to fix (which
+    setting), for staff.
     """
 
-    def __init__(self, message: str, *, cause: str = "unreachable") -> None:
+    def __init__(self, message: str, *, cause: str = "unreachable", detail: str = "") -> None:
         super().__init__(message)
         self.cause = cause
-        """unreachable, timeout, auth, model, rate_limit, refused or server."""
+        """unreachable, timeout, auth, model, rate_limit, refused or server; demo for the demo
+        model, which cannot answer what it was asked."""
+        self.detail = detail
+        """The operator's detail (the server's address, the settings to check), shown to
+        staff only; the message is for everyone."""
 
 
 # --- Documents ---------------------------------------------------------------------------
@@ -296,16 +315,29 @@ class ActionContext:
 
 
 class Tool(Protocol):
-    """One action of the catalog, e.g. web.search."""
+    """One action of the catalog, e.g. web.search. Its members are read only, so a tool may
+    declare them as class attributes of narrower types (its own parameter model, a kind)."""
 
-    name: ClassVar[str]
-    """"method.action"."""
-    description: ClassVar[str]
-    Parameters: ClassVar[type[BaseModel]]
-    """Business parameters only; documentList/connectionReference come from Stage 1."""
-    uses_documents: ClassVar[bool]
-    """True when the catalog should show documentList for this action."""
-    connection_kind: ClassVar[str | None]
+    @property
+    def name(self) -> str:
+        """The catalog name, `method.action`."""
+        ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def Parameters(self) -> type[BaseModel]:
+        """Business parameters only; documentList/connectionReference come from Stage 1."""
+        ...
+
+    @property
+    def uses_documents(self) -> bool:
+        """True when the catalog should show documentList for this action."""
+        ...
+
+    @property
+    def connection_kind(self) -> str | None: ...
 
     async def run(self, params: Any, ctx: ActionContext) -> ActionResult:
         """Do the work; failures come back as ActionResult(success=False), not exceptions."""
