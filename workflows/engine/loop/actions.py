@@ -1,4 +1,5 @@
-"""Running one action: Stage 2 parameter checks, approval, the tool, documents, observation."""
+"""Running one action: Stage 2 parameter checks, then, each in a function of its own, the
+inputs resolved, the approval, the tool, its documents, the observation and its record."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from workflows.engine.records.protocols import (
     ActionResult,
     AnswerSink,
     Completion,
+    DocumentRef,
     Message,
     ReferenceNotFound,
     T,
@@ -142,54 +144,111 @@ class ActionCall:
 async def execute_action(
     ctx: RoundContext, step: Step, call: ActionCall, out: Out[Observation]
 ) -> AsyncIterator[Event]:
-    """Approve, run, store documents, observe, and record the action's message."""
-    where = step.position()
-    label = result_label(ctx.round, step.task.number, step.action, "results")
-    params = call.prepared.values
+    """One action, in the order it happens: its input documents resolved, its approval
+    asked, the tool run, its documents stored, what it produced observed and recorded."""
     try:  # before any approval: the user approves the documents it will really read
         documents = resolve_references(call.references, ctx.store.index())
     except ReferenceNotFound as error:
-        yield ErrorEvent(**where, kind="reference", message=str(error))
-        out.value = build_observation(
-            ActionResult(success=False, error=str(error)), label, ctx.state.caps
-        )
-        async for event in record_step(ctx, step, call, out.value, status="failed"):
+        yield ErrorEvent(**step.position(), kind="reference", message=str(error))
+        async for event in not_run(ctx, step, call, str(error), "failed", out):
             yield event
         return
     connection = call.connection or own_connection(ctx, call.name)
     if needs_approval(ctx.state.policy, call.name):
-        asked = ApprovalEvent(
-            **where,
-            method=call.name,
-            parameters=params,
-            status="waiting",
-            documents=documents,
-            connection=connection,
-        )
-        yield asked
-        answer = ctx.controls.approve(
-            action=call.name,
-            parameters=params,
-            task=step.task.number,
-            step=step.action,
-            timeout=ctx.budget.remaining_seconds(),
-        )
-        approved = await ctx.wait_for_user(answer)
-        decided = {True: "approved", False: "rejected", None: "cancelled"}[approved]
-        yield asked.model_copy(update={"status": decided})
-        if not approved:
-            reason = (
-                f"{call.name} was rejected by the user."
-                if approved is False
-                else f"{call.name} was not run: nobody approved it in time."
-            )
-            yield ErrorEvent(**where, kind="rejected", message=reason)
-            result = ActionResult(success=False, error=reason)
-            out.value = build_observation(result, label, ctx.state.caps)
-            status = "rejected" if approved is False else "stopped"
-            async for event in record_step(ctx, step, call, out.value, status=status):
+        approval: Out[bool] = Out()
+        async for event in ask_approval(ctx, step, call, documents, connection, approval):
+            yield event
+        if not approval.value:
+            async for event in unapproved(ctx, step, call, approval.value, out):
                 yield event
             return
+    ran = await run_tool(ctx, call, documents, connection)
+    for usage in ran.usages:
+        yield ctx.usage(usage, task=step.task.number, action=step.action)
+    result = ran.result
+    if not result.success:
+        message = f"{call.name}: {result.error or 'failed'}"
+        yield ErrorEvent(**step.position(), kind="tool", message=message)
+    label = result_label(ctx.round, step.task.number, step.action, call.label or result.label)
+    async for event in store_documents(ctx, step, result, label):
+        yield event
+    out.value = build_observation(result, label, ctx.state.caps)
+    yield ObserveEvent(**step.position(), observation=out.value, durationMs=ran.duration_ms)
+    status = "success" if result.success else "failed"
+    async for event in record_step(ctx, step, call, out.value, status=status):
+        yield event
+
+
+async def ask_approval(
+    ctx: RoundContext,
+    step: Step,
+    call: ActionCall,
+    documents: list[DocumentRef],
+    connection: str | None,
+    out: Out[bool],
+) -> AsyncIterator[Event]:
+    """Ask the user to approve the action, with the documents and the connection it will
+    use, and say the answer; `out` holds it (None: nobody answered in time)."""
+    asked = ApprovalEvent(
+        **step.position(),
+        method=call.name,
+        parameters=call.prepared.values,
+        status="waiting",
+        documents=documents,
+        connection=connection,
+    )
+    yield asked
+    answer = ctx.controls.approve(
+        action=call.name,
+        parameters=call.prepared.values,
+        task=step.task.number,
+        step=step.action,
+        timeout=ctx.budget.remaining_seconds(),
+    )
+    out.value = await ctx.wait_for_user(answer)
+    decided = {True: "approved", False: "rejected", None: "cancelled"}[out.value]
+    yield asked.model_copy(update={"status": decided})
+
+
+async def unapproved(
+    ctx: RoundContext, step: Step, call: ActionCall, answer: bool | None, out: Out[Observation]
+) -> AsyncIterator[Event]:
+    """An action the user rejected (False), or that nobody approved in time (None): said,
+    and recorded as not run."""
+    if answer is False:
+        reason, status = f"{call.name} was rejected by the user.", "rejected"
+    else:
+        reason, status = f"{call.name} was not run: nobody approved it in time.", "stopped"
+    yield ErrorEvent(**step.position(), kind="rejected", message=reason)
+    async for event in not_run(ctx, step, call, reason, status, out):
+        yield event
+
+
+async def not_run(
+    ctx: RoundContext, step: Step, call: ActionCall, reason: str, status: str, out: Out[Observation]
+) -> AsyncIterator[Event]:
+    """Record an action that did not run, with why, as its observation."""
+    label = result_label(ctx.round, step.task.number, step.action, "results")
+    result = ActionResult(success=False, error=reason)
+    out.value = build_observation(result, label, ctx.state.caps)
+    async for event in record_step(ctx, step, call, out.value, status=status):
+        yield event
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What running a tool gave: its result, how long it took, the model calls it made."""
+
+    result: ActionResult
+    duration_ms: int
+    usages: list[Usage]
+
+
+async def run_tool(
+    ctx: RoundContext, call: ActionCall, documents: list[DocumentRef], connection: str | None
+) -> Ran:
+    """Run the tool with its context (documents, the connection's secret, the round's model,
+    counted); a tool that raises fails the action, never the round."""
     metered = MeteredLLM(ctx.llm)
     action_ctx = ActionContext(
         documents=documents,
@@ -205,21 +264,18 @@ async def execute_action(
     except Exception as error:  # a tool bug must not end the round; CancelledError passes
         result = ActionResult(success=False, error=f"{type(error).__name__}: {error}")
     duration = int((ctx.clock() - started) * 1000)
-    for usage in result.usage or metered.usages:
-        yield ctx.usage(usage, task=step.task.number, action=step.action)
-    if not result.success:
-        yield ErrorEvent(**where, kind="tool", message=f"{call.name}: {result.error or 'failed'}")
-    label = result_label(ctx.round, step.task.number, step.action, call.label or result.label)
+    return Ran(result, duration, result.usage or metered.usages)
+
+
+async def store_documents(
+    ctx: RoundContext, step: Step, result: ActionResult, label: str
+) -> AsyncIterator[Event]:
+    """Store the documents the action produced under its result label, and show each."""
     for document in result.documents:
         ref = await ctx.store.save(
             document, label=label, round=ctx.round, task=step.task.number, action=step.action
         )
-        yield DocumentEvent(**where, document=ref)
-    out.value = build_observation(result, label, ctx.state.caps)
-    yield ObserveEvent(**where, observation=out.value, durationMs=duration)
-    status = "success" if result.success else "failed"
-    async for event in record_step(ctx, step, call, out.value, status=status):
-        yield event
+        yield DocumentEvent(**step.position(), document=ref)
 
 
 async def record_step(
