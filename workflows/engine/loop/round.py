@@ -161,6 +161,7 @@ async def plan_tasks(ctx: RoundContext, out: Out[TaskPlan]) -> AsyncIterator[Eve
     view = taskplan_view(ctx)
     messages = build(
         "taskplan",
+        purposes=ctx.layout("taskplan") == "narrow",
         tools=view.shown,  # a large catalog cut for the request, as Stage 1 cuts it for a task
         unavailable=unavailable_actions(ctx, "general"),
         max_tasks=MAX_TASKS,

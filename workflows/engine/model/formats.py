@@ -216,6 +216,8 @@ def response_format(output: type[BaseModel], fmt: ResponseFormat) -> dict[str, A
         return {**shape, "json_schema": template.fill(shape["json_schema"])}
     schema = compact_schema(output.model_json_schema())
     strict = strict_schema(schema)
+    if (branching := BRANCHES.get(output)) is not None:
+        schema, strict = branching.apply(strict if strict is not None else schema), None
     return {
         "type": "json_schema",
         "json_schema": {
@@ -224,6 +226,35 @@ def response_format(output: type[BaseModel], fmt: ResponseFormat) -> dict[str, A
             "strict": strict is not None,
         },
     }
+
+
+@dataclass(frozen=True)
+class Branching:
+    """A schema whose first key decides the rest: one alternative per value of `key`, with
+    the properties that value settles fixed (`settled`: value → property → its schema). A
+    server that makes a grammar of the schema (llama.cpp) then lets a model that wrote
+    "direct" write nothing more than the answer needs, instead of tasks that are dropped."""
+
+    key: str
+    settled: dict[str, dict[str, Any]]
+
+    def apply(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """The schema as alternatives (its $defs kept at the top)."""
+        body = {k: v for k, v in schema.items() if k != "$defs"}
+        options = []
+        for value in body["properties"][self.key].get("enum", []):
+            option = copy.deepcopy(body)
+            option["properties"][self.key] = {"type": "string", "enum": [value]}
+            option["properties"].update(copy.deepcopy(self.settled.get(value, {})))
+            options.append(option)
+        if len(options) < 2:
+            return schema
+        return {**({"$defs": schema["$defs"]} if "$defs" in schema else {}), "anyOf": options}
+
+
+BRANCHES: weakref.WeakKeyDictionary[type[BaseModel], Branching] = weakref.WeakKeyDictionary()
+"""The answer models whose schema is sent as alternatives (narrow layouts only: a hosted
+provider's strict mode wants an object at the root)."""
 
 
 # --- Valid values, for corrective messages ----------------------------------------------------

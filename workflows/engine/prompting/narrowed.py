@@ -322,7 +322,19 @@ def _taskplan(
     if not first:
         return _narrowed(_TaskPlanAlone, **fields)
     action = _narrowed_selection(actions, references, connections)
-    return _narrowed(TaskPlan, firstAction=(action | None, None), **fields)
+    model = _narrowed(TaskPlan, firstAction=(action | None, None), **fields)
+    if direct and references is not None:  # a narrow layout: a grammar that ends at "direct"
+        formats.BRANCHES[model] = DIRECT_ENDS
+    return model
+
+
+DIRECT_ENDS = formats.Branching(
+    "approach",
+    {"direct": {"tasks": {"type": "array", "maxItems": 0}, "firstAction": {"type": "null"}}},
+)
+"""A task plan that answers directly has no tasks and no first action: a small model that
+chose "direct" writes an overview and stops (it wrote a task and its first action anyway,
+hundreds of tokens that were dropped)."""
 
 
 @functools.lru_cache(maxsize=256)

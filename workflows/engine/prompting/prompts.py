@@ -49,13 +49,17 @@ def template(name: str) -> Template:
 
 
 def system_message(
-    tools: Sequence[Tool] | None = None, unavailable: Mapping[str, str] | None = None
+    tools: Sequence[Tool] | None = None,
+    unavailable: Mapping[str, str] | None = None,
+    *,
+    purposes: bool = False,
 ) -> Message:
-    """The rules, and the catalog when the call chooses actions, with the actions that are
-    unavailable here and why (stable: cacheable)."""
+    """The rules, and the catalog when the call chooses actions (with `purposes`, what each
+    action is for), with the actions that are unavailable here and why (stable: cacheable)."""
     text = template("system").substitute()
     if tools is not None:
-        text += "\n\n## Catalog\n" + render_catalog(tools) + render_unavailable(unavailable or {})
+        catalog = render_catalog(tools, purposes=purposes)
+        text += "\n\n## Catalog\n" + catalog + render_unavailable(unavailable or {})
     return {"role": "system", "content": text}
 
 
@@ -65,13 +69,15 @@ def build(
     tools: Sequence[Tool] | None = None,
     unavailable: Mapping[str, str] | None = None,
     system: bool = True,
+    purposes: bool = False,
     **values: Any,
 ) -> list[Message]:
     """The system message (with `tools` as the catalog, `unavailable` after it) + the filled
     template as the user message; `system=False` sends the user message alone."""
     text = template(name).substitute({k: str(v) for k, v in values.items()})
     user: Message = {"role": "user", "content": text}
-    return [system_message(tools, unavailable), user] if system else [user]
+    head = system_message(tools, unavailable, purposes=purposes)
+    return [head, user] if system else [user]
 
 
 NOW = "\n\n## Now\n"
@@ -154,12 +160,14 @@ def valid_line(valid: str) -> str:
 # --- Sections ------------------------------------------------------------------------------
 
 
-def render_catalog(tools: Sequence[Tool]) -> str:
-    """The tiny catalog: one `method.action(param,names)` line per allowed action. Tools from
-    other sources (MCP servers) follow with their own short descriptions, fenced as untrusted:
-    a server's words are data, never instructions."""
+def render_catalog(tools: Sequence[Tool], *, purposes: bool = False) -> str:
+    """The tiny catalog: one `method.action(param,names)` line per allowed action; with
+    `purposes` (a small local model, which otherwise picks actions by their names), what
+    each is for in a few words. Tools from other sources (MCP servers) follow with their own
+    short descriptions, fenced as untrusted: a server's words are data, never instructions."""
     own = [
         f"- {catalog_line(tool)}{getattr(tool, 'catalog_note', '')}"  # catalog.search's count
+        + (f": {purpose}" if purposes and (purpose := getattr(tool, "purpose", "")) else "")
         for tool in tools
         if not hasattr(tool, "untrusted_summary")
     ]

@@ -143,6 +143,7 @@ def selection_messages(
     def with_history(history: str) -> list[Message]:
         return build(
             template,
+            purposes=ctx.layout(template) == "narrow",
             tools=tools,
             unavailable=unavailable_actions(ctx, task.item.taskType),
             prompt=ctx.state.prompt,

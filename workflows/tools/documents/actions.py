@@ -51,6 +51,7 @@ class DocumentExtract:
     """Read documents (PDF, DOCX, HTML, Markdown, text, CSV, JSON) into Markdown."""
 
     name: ClassVar[str] = "document.extract"
+    purpose: ClassVar[str] = "the text of documents as Markdown (an AI extraction with aiPrompt)"
     description: ClassVar[str] = (
         "Extract the text and structure (pages, sections, tables) of the referenced "
         "documents as Markdown; with aiPrompt, have the AI pull out what it asks for."

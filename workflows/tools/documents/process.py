@@ -104,6 +104,7 @@ class AiProcess:
     """Ask the model to work over documents: summarise, analyse, compare, convert."""
 
     name: ClassVar[str] = "ai.process"
+    purpose: ClassVar[str] = "have the AI summarise, analyse or transform documents into text"
     description: ClassVar[str] = (
         "Have the AI work over the referenced documents (summarise, analyse, compare, "
         "transform) and write the result as Markdown, or as JSON/CSV when asked."

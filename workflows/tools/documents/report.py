@@ -67,6 +67,7 @@ class DocumentGenerateReport:
     """Write a report from documents, with its sources, in Markdown, HTML and PDF."""
 
     name: ClassVar[str] = "document.generateReport"
+    purpose: ClassVar[str] = "write a report file (Markdown, HTML and PDF) from documents"
     description: ClassVar[str] = (
         "Write a well-structured report from the referenced documents, listing its sources, "
         "as Markdown, HTML and PDF files."

@@ -61,6 +61,8 @@ class _WebTool:
 
     name: ClassVar[str]
     description: ClassVar[str]
+    purpose: ClassVar[str]
+    """What the action is for, in a few words (a small local model's catalog shows it)."""
     Parameters: ClassVar[type[BaseModel]]
     uses_documents: ClassVar[bool] = False
     connection_kind: ClassVar[str | None] = None
@@ -105,6 +107,7 @@ class WebSearch(_WebTool):
     """web.search: ask the configured provider; results as one JSON document."""
 
     name = "web.search"
+    purpose = "search the web for a list of results (title, URL, snippet)"
     description = (
         "Search the web and return the result list (title, URL, snippet, relevance) as a "
         "JSON document. Use web.scrape to read the pages themselves."
@@ -158,6 +161,7 @@ class WebScrape(_WebTool):
     """web.scrape: search, fetch the top results, extract and rerank their text."""
 
     name = "web.scrape"
+    purpose = "search the web and read the text of the top result pages"
     description = (
         "Search the web, fetch the top result pages and return each page's main text "
         "(markdown or text), most relevant first."
@@ -208,6 +212,7 @@ class WebCrawl(_WebTool):
     """web.crawl: fetch the URLs in the referenced documents and their same-site links."""
 
     name = "web.crawl"
+    purpose = "fetch the web pages whose addresses (URLs) the documents hold"
     description = (
         "Fetch the web pages the referenced documents point at (search results, pages, "
         "text with URLs) and the pages they link to on the same site; one document per page."
