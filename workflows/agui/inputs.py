@@ -54,7 +54,7 @@ def read_input(body: bytes) -> RunAgentInput:
     try:
         run = RunAgentInput.model_validate(data)
     except ValidationError as error:
-        errors = field_errors(error.errors())
+        errors = field_errors([dict(e) for e in error.errors()])
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         raise Problem("invalid-input", detail, errors=errors) from None
     for name, value in (("threadId", run.thread_id), ("runId", run.run_id)):
@@ -69,7 +69,7 @@ def read_options(run: RunAgentInput) -> Options:
     try:
         options = Options.model_validate(props.get("poweron") or {})
     except ValidationError as error:
-        first = field_errors(error.errors())[0]
+        first = field_errors([dict(e) for e in error.errors()])[0]
         raise invalid(f"forwardedProps.poweron.{first['field']}", first["message"]) from None
     if options.mode not in MODES:
         raise invalid("forwardedProps.poweron.mode", f"one of {', '.join(MODES)}")
@@ -103,7 +103,10 @@ def round_message(run: RunAgentInput, *, new_workflow: bool) -> tuple[str, str]:
     ]  # fmt: skip
     if not quoted or quoted[-1][1].role != "user":
         raise invalid("messages", "the last message must be the user's: the round answers it.")
-    messages = [MessageIn(role=m.role, content=text_of(m, index)) for index, m in quoted]
+    messages = [
+        MessageIn.model_validate({"role": m.role, "content": text_of(m, index)})
+        for index, m in quoted
+    ]
     try:
         text = round_text(messages, with_earlier=new_workflow)
     except OpenAIError as refused:

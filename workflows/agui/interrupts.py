@@ -22,8 +22,6 @@ from workflows.api.schemas import ApproveIn, ExtendIn
 from workflows.engine.records.events import ApprovalEvent, AskEvent
 
 ID = re.compile(r"poweron-(?P<workflow>\d{1,18})-(?P<seq>\d{1,18})")
-KINDS = {"approval": ("approve", ApproveIn), "step_limit": ("extend", ExtendIn)}
-"""An interrupt's reason: the launcher's kind of answer, and the answer's shape."""
 
 
 def interrupt_id(workflow: int, seq: int) -> str:
@@ -54,7 +52,7 @@ def approval_interrupt(
     )
 
 
-def ask_interrupt(workflow: int, seq: int, event: AskEvent, tool_call: str | None) -> Interrupt:
+def ask_interrupt(workflow: int, seq: int, event: AskEvent) -> Interrupt:
     """The step-limit question: how many more steps the task may take."""
     return Interrupt(
         id=interrupt_id(workflow, seq),
@@ -89,18 +87,18 @@ def read_answer(entry: ResumeEntry, index: int, kind: str) -> Answer:
     seq: "approval" or "ask")."""
     where = f"resume.{index}"
     workflow, seq = parse_id(entry.interrupt_id, f"{where}.interruptId")
-    reason = "approval" if kind == "approval" else "step_limit"
-    launcher_kind, shape = KINDS[reason]
+    approval = kind == "approval"
+    launcher_kind = "approve" if approval else "extend"
     if entry.status == "cancelled":
-        return Answer(workflow, seq, launcher_kind, False if reason == "approval" else 0)
+        return Answer(workflow, seq, launcher_kind, False if approval else 0)
     payload = entry.payload
     if isinstance(payload, bool | int):  # the bare answer, without its object
-        payload = {"approved": payload} if reason == "approval" else {"steps": payload}
+        payload = {"approved": payload} if approval else {"steps": payload}
     try:
-        answer = shape.model_validate(payload)
+        if approval:
+            return Answer(workflow, seq, launcher_kind, ApproveIn.model_validate(payload).approved)
+        return Answer(workflow, seq, launcher_kind, ExtendIn.model_validate(payload).steps)
     except ValidationError as error:
-        found = field_errors(error.errors())
+        found = field_errors([dict(e) for e in error.errors()])
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in found)
         raise invalid(f"{where}.payload", detail) from None
-    value = answer.approved if isinstance(answer, ApproveIn) else answer.steps
-    return Answer(workflow, seq, launcher_kind, value)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ag_ui.core import RunAgentInput
 from channels.db import database_sync_to_async
@@ -31,6 +31,9 @@ from workflows.models import ChatWorkflow, WorkflowEvent
 from .inputs import Options, read_options, round_message
 from .interrupts import Answer, parse_id, read_answer
 from .models import AguiRun
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 NO_TOKEN = "Send Authorization: Bearer <token> with a personal API token."
 
@@ -75,7 +78,7 @@ def authenticate(request: HttpRequest, run: RunAgentInput) -> tuple[Principal, A
     return principal, existing
 
 
-def thread_workflow(user, thread_id: str) -> ChatWorkflow | None:
+def thread_workflow(user: User, thread_id: str) -> ChatWorkflow | None:
     """The workflow a thread is (404 for digits that are not one of the user's), or None."""
     earlier = AguiRun.objects.filter(owner=user, thread_id=thread_id).order_by("-created")
     if found := earlier.select_related("workflow").first():
@@ -127,7 +130,7 @@ def replay_plan(
 def resume_plan(run: RunAgentInput, principal: Principal, workflow: ChatWorkflow | None) -> Plan:
     """A run that answers the interrupts of the previous one (the questions of one round)."""
     assert run.resume is not None
-    answers = []
+    answers: list[tuple[Answer, int]] = []
     for index, entry in enumerate(run.resume):
         where = f"resume.{index}.interruptId"
         workflow_id, seq = parse_id(entry.interrupt_id, where)

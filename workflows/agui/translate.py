@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ag_ui.core import (
     BaseEvent,
@@ -152,7 +152,7 @@ class Translator:
         before = shared.before_change(self.state)
         out = self._events(event, seq, own)
         if ops := shared.diff(before, self.state):
-            out.append(StateDeltaEvent(delta=ops))
+            out.append(StateDeltaEvent(delta=cast(Any, ops)))  # JSON Patch, validated
         return out
 
     def _events(self, event: Any, seq: int | None, own: bool) -> list[BaseEvent]:
@@ -198,13 +198,10 @@ class Translator:
                 task, step = self._where(event.task)
                 opened = [] if self._is("refine") else self._enter("refine", task, step)
                 return opened + self._leave({"decision": event.decision, "reason": event.reason})
-            case ApprovalEvent() | AskEvent() if event.status == "waiting":
-                made = approval_interrupt if isinstance(event, ApprovalEvent) else ask_interrupt
-                interrupt = made(self.workflow, seq or 0, event, self.tool_call)
-                state["question"] = interrupt.model_dump(mode="json", by_alias=True)
-                state["status"] = "waiting"
-                if own:
-                    self.outcome, self.interrupts = "interrupt", [interrupt]
+            case ApprovalEvent(status="waiting"):
+                self._asked(approval_interrupt(self.workflow, seq or 0, event, self.tool_call), own)
+            case AskEvent(status="waiting"):
+                self._asked(ask_interrupt(self.workflow, seq or 0, event), own)
             case ApprovalEvent() | AskEvent():
                 state["question"] = None
                 state["status"] = "running" if state["status"] == "waiting" else state["status"]
@@ -231,6 +228,14 @@ class Translator:
                 value = event.model_dump(mode="json", exclude={"type"})
                 return [CustomEvent(name=f"poweron.{event.type}", value=value)]
         return []
+
+    def _asked(self, interrupt: Interrupt, own: bool) -> None:
+        """A question the round waits on: in the state, and the run's end when it is the
+        run's own."""
+        self.state["question"] = interrupt.model_dump(mode="json", by_alias=True)
+        self.state["status"] = "waiting"
+        if own:
+            self.outcome, self.interrupts = "interrupt", [interrupt]
 
     def _is(self, name: str) -> bool:
         return self.phase is not None and self.phase.name == name
@@ -328,19 +333,19 @@ class Translator:
         """Close what is open and end the run by its outcome (`gone`: why the round's events
         ended without one, e.g. the workflow was deleted)."""
         out = self._end_text()
+        reason: str = gone or str(self.state["reason"])
         if self.outcome != "interrupt":
-            reason = gone or self.state["reason"]
             out += self._result({"success": False, "reason": reason or self.outcome})
         out += self._leave()
         result = {
             "workflow": self.workflow,
             "round": self.round,
             "status": self.outcome or "failed",
-            "reason": gone or self.state["reason"],
+            "reason": reason,
             "page": self.page,
         }
         if gone or self.outcome == "failed":
-            message = result["reason"] or "The round failed."
+            message = reason or "The round failed."
             return [*out, RunErrorEvent(message=message, code="failed", usage=self.usage())]
         outcome: Any = None
         if self.outcome == "interrupt":

@@ -22,7 +22,8 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.db import connections
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -41,7 +42,7 @@ ENCODER = EventEncoder()
 
 @csrf_exempt  # a bearer token, never a cookie
 @login_not_required  # the token is the key: refused with 401 here, never sent to sign in
-async def agui_run(request: HttpRequest) -> HttpResponse:
+async def agui_run(request: HttpRequest) -> HttpResponseBase:
     """Run PowerOn for an AG-UI client (see the module)."""
     if request.method != "POST":
         detail = "This address takes POST (a RunAgentInput)."
