@@ -53,6 +53,7 @@ def build_llm() -> LLM:
         advice=model_advice(),
         shared=True,
         max_reply_bytes=settings.POWERON_LLM_MAX_REPLY_BYTES,
+        slots=model_slots(),
     )
     if not small_model():
         return main
@@ -65,8 +66,24 @@ def build_llm() -> LLM:
         advice=model_advice(small=True),
         shared=True,
         max_reply_bytes=settings.POWERON_LLM_MAX_REPLY_BYTES,
+        slots=model_slots(small=True),
     )
     return StagedLLM(main, small)
+
+
+def model_slots(*, small: bool = False) -> int | Literal["auto"]:
+    """POWERON_LLM_SLOTS for the model's server (with `small`, the small model's): a count
+    (0 for off), or auto — asked from a server on this machine or a private network, none
+    for a hosted provider (which is never asked)."""
+    choice = settings.POWERON_LLM_SLOTS
+    if choice in ("off", "none", "no"):
+        return 0
+    if choice.isdigit():
+        return min(int(choice), 64)
+    if choice != "auto":
+        logger.warning("POWERON_LLM_SLOTS=%r is not auto, off or a count; auto is used", choice)
+    server = small_base_url() if small else settings.POWERON_LLM_BASE_URL
+    return "auto" if local_model_server(server) else 0
 
 
 def small_base_url() -> str:

@@ -23,7 +23,7 @@ import copy
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import openai
@@ -55,6 +55,7 @@ from workflows.engine.model.reports import (
     timed_out,
     usage_of,
 )
+from workflows.engine.model.slots import reuse_body, server_slots
 from workflows.engine.records.protocols import (
     AnswerSink,
     Completion,
@@ -117,6 +118,7 @@ class OpenAICompatibleLLM:
         timeout_per_1k_tokens: float = 0.0,
         max_tokens: Mapping[str, int] | None = None,
         max_reply_bytes: int = MAX_REPLY_BYTES,
+        slots: int | Literal["auto"] = 0,
     ) -> None:
         self.model = model
         self.label = label or model
@@ -135,6 +137,9 @@ class OpenAICompatibleLLM:
         self.max_tokens = {**MAX_TOKENS, **(max_tokens or {})}
         self.token_limit_name = "max_tokens"
         """Newer OpenAI models refuse max_tokens and want max_completion_tokens."""
+        self.slots = slots
+        """The server's slots for prefix reuse (`slots.py`): a count, 0 for none, or "auto"
+        to ask the server (llama.cpp's /props) on the first call."""
         self.max_reply_bytes = max_reply_bytes
         """A reply's text is cut at this many bytes, whatever the server does (`bounded.py`)."""
         self._base_url = base_url
@@ -169,6 +174,7 @@ class OpenAICompatibleLLM:
         twin = copy.copy(self)
         twin._client, twin._owns_client = rehearsal_client(self._client), True
         twin._guard = lambda: None  # type: ignore[method-assign]  # nothing leaves the process
+        twin.slots = 0 if self.slots == "auto" else self.slots  # nothing to ask the server
         async with twin:
             with unlogged_requests():
                 await twin.complete(REHEARSAL, output=Rehearsal, kind="rehearsal")
@@ -200,6 +206,7 @@ class OpenAICompatibleLLM:
         cut off at its token limit, or did not come in time. With `on_answer`, the reply is
         streamed and its `answer` field handed to it as it arrives."""
         after = ASKED.get(output) == "answer_after"  # the answer follows the JSON, as text
+        await self._resolve_slots()
         while True:
             fmt = self.response_format
             shape = response_format(output, fmt)
@@ -296,6 +303,7 @@ class OpenAICompatibleLLM:
 
     async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:
         """A plain-text answer."""
+        await self._resolve_slots()
         try:
             response, latency = await self._call(messages, kind=kind, response_format=None)
         except openai.BadRequestError as error:
@@ -309,6 +317,7 @@ class OpenAICompatibleLLM:
         self, messages: Sequence[Message], *, kind: str, key: str = ""
     ) -> AsyncIterator[str | Usage]:
         """Yield text deltas as they arrive, then one Usage (estimated if the server sent none)."""
+        await self._resolve_slots()
         started = time.perf_counter()
         seconds = self.call_timeout(messages, kind)
         try:
@@ -358,7 +367,15 @@ class OpenAICompatibleLLM:
         }
         if self.temperature is not None:
             params["temperature"] = self.temperature
+        if isinstance(self.slots, int) and (reuse := reuse_body(kind, self.slots)):
+            params["extra_body"] = reuse
         return params
+
+    async def _resolve_slots(self) -> None:
+        """With slots "auto", ask the server once per process how many it has."""
+        if self.slots == "auto":
+            self._guard()
+            self.slots = await server_slots(self._client, self._base_url or "")
 
     async def _create(
         self, params: dict[str, Any], *, client: AsyncOpenAI | None = None, **extra: Any
