@@ -10,6 +10,7 @@ Host and Origin pass unchanged, so DNS-rebinding protection is the app's own."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -61,11 +62,23 @@ def test_the_conformance_suite_passes_with_its_fixture_baseline(proxied):
         with logs[version].open("w") as log:
             runs[version] = subprocess.Popen(command, cwd=tmp_path, stdout=log, stderr=log)
     failed = {
-        version: logs[version].read_text()[-6000:]
+        version: logs[version].read_text()[-3000:] + failures(tmp_path / version)
         for version, run in runs.items()
         if run.wait(timeout=600) != 0
     }
     assert not failed, "\n\n".join(f"== {v}\n{text}" for v, text in failed.items())
+
+
+def failures(results: Path) -> str:
+    """Every check that did not pass, with its message (the log's summary names only the
+    scenario)."""
+    lines = []
+    for checks in sorted(results.glob("*/checks.json")):
+        for check in json.loads(checks.read_text()):
+            if check["status"] in ("FAILURE", "WARNING"):
+                said = (check.get("errorMessage") or "")[:300]
+                lines.append(f"{checks.parent.name}: {check['id']} {check['status']} {said}")
+    return "\n" + "\n".join(lines)
 
 
 def test_without_the_proxy_the_suite_gets_no_further_than_a_401(proxied):
