@@ -187,7 +187,7 @@ def test_the_demo_model_shows_demo_instead_of_figures():
 
     step = StepEvent(round=1, task=1, action=1, status="success", step=1, durationMs=420,
                      model="demo model")  # fmt: skip
-    assert "success · 420 ms · demo</span>" in html(step)
+    assert "success · 0.4 s · demo</span>" in html(step)
     ended = RoundEvent(round=1, status="completed", model="demo model", durationMs=900)
     assert " · demo" in html(ended) and "tokens" not in html(ended)
     call = UsageEvent(round=1, kind="select", model="demo model", workflowTokens=0)

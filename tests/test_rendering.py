@@ -141,7 +141,7 @@ def test_a_steps_cached_tokens_are_shown_beside_its_tokens():
         durationMs=840, tokens=3100, cachedTokens=2048,
     )  # fmt: skip
     html = render_event(envelope(step))
-    assert "success · 840 ms · 3100 tok (2048 cached) · " in html
+    assert "success · 0.8 s · 3100 tok (2048 cached) · " in html
     assert "3100 tokens, 2048 of them cached" in html  # the chart's bar says it too
     plain = render_event(envelope(step.model_copy(update={"cachedTokens": 0})))
     assert "3100 tok · " in plain and "cached" not in plain
@@ -189,3 +189,62 @@ def test_an_approval_card_shows_what_the_action_will_use():
     rejected = waiting.model_copy(update={"status": "rejected"})
     line = " ".join(parse(render_event(envelope(rejected)))[1].text.split())
     assert line.startswith("rejected web.crawl was not run: you rejected it.")
+
+
+def test_durations_read_in_one_style_everywhere_on_the_page():
+    """A step's badge, its observation, a thought, the chart's bars and the table, and the
+    round: seconds with one decimal, minutes from a minute on; never milliseconds beside
+    seconds ("12085 ms" beside "46 s")."""
+    from workflows.engine.records.events import RoundEvent, StepEvent, ThoughtEvent
+
+    step = StepEvent(round=1, task=1, action=1, status="success", step=1, durationMs=12_085)
+    thought = ThoughtEvent(
+        round=1, task=1, number=1, thinking="t", nextThoughtNeeded=False, durationMs=430
+    )
+    observed = ObserveEvent(
+        round=1, task=1, action=1, durationMs=46_000,
+        observation=Observation(success=True, resultLabel="r1_results"),
+    )  # fmt: skip
+    ended = RoundEvent(round=1, status="completed", durationMs=125_400)
+    pages = [render_event(envelope(event)) for event in (step, thought, observed, ended)]
+    assert "success · 12.1 s · " in pages[0] and '<td class="align-right">12.1 s</td>' in pages[0]
+    assert "Round 1, task 1, step 1: success, 12.1 s," in pages[0]
+    assert "0.4 s · " in pages[1] and " · 46.0 s" in pages[2] and " · 2 min 5 s" in pages[3]
+    assert not [page for page in pages if re.search(r"\d ms\b", page)]
+
+
+def test_an_errors_operator_detail_is_for_staff_only():
+    """A model failure's detail (the server's address, the setting to check) is rendered for
+    a staff viewer only, is sent to staff sockets alone, and never in the public JSON; the
+    message, for everyone, stays as it is."""
+    from workflows.engine.records.events import ErrorEvent
+    from workflows.events.broadcast import rendered
+    from workflows.live.follow import Frame
+
+    detail = "The model server at 10.1.2.3:8080 could not be reached. Check POWERON_LLM_BASE_URL."
+    message = "The model could not be reached. Ask the administrator to check its settings."
+    error = envelope(ErrorEvent(round=1, kind="model", message=message, detail=detail))
+    everyone, staff = render_event(error), render_event(error, staff=True)
+    assert message in everyone and "10.1.2.3" not in everyone and "POWERON_" not in everyone
+    assert message in staff and f"For staff: {detail}" in staff
+    assert "detail" not in error.as_json()["payload"]
+    assert error.as_json(operator=True)["payload"]["detail"] == detail
+    live = rendered(error)
+    assert "10.1.2.3" not in live["json"] and "10.1.2.3" not in live["html"]
+    assert Frame.live(live).html_for(staff=True) == staff
+    assert Frame.live(live).html_for(staff=False) == everyone
+    assert Frame.stored(error).html_for(staff=True) == staff
+    plain = envelope(ErrorEvent(round=1, kind="tool", message="web.search: 500"))
+    assert "html_staff" not in rendered(plain)
+
+
+@pytest.mark.parametrize(
+    ("ms", "said"),
+    [(0, "0.0 s"), (430, "0.4 s"), (12_085, "12.1 s"), (59_949, "59.9 s"), (59_960, "1 min"),
+     (125_400, "2 min 5 s"), (3_600_000, "60 min")],
+)  # fmt: skip
+def test_seconds_text(ms, said):
+    """Durations for people: seconds with one decimal under a minute, then minutes."""
+    from workflows.pricing import seconds_text
+
+    assert seconds_text(ms) == said

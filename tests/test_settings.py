@@ -159,6 +159,27 @@ def test_first_account_created_once_and_password_printed():
 
 
 @pytest.mark.django_db
+def test_the_first_run_says_where_the_password_is_and_how_to_set_a_new_one(client):
+    """The first account's block names `make password`, which runs Django's changepassword
+    for it; the sign-in page says where the first account was printed only while nobody has
+    signed in (later runs print nothing, and the page no longer says they did)."""
+    out = StringIO()
+    call_command("ensure_first_account", stdout=out)
+    assert "Lost it? `make password ACCOUNT=admin` sets a new one." in out.getvalue()
+    password = out.getvalue().split("password: ")[1].split()[0]
+    dry = subprocess.run(
+        ["make", "-n", "password", "ACCOUNT=admin"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert "manage.py changepassword admin" in dry.stdout, dry.stdout + dry.stderr
+    page = client.get("/login/").content.decode()
+    assert "No one has signed in yet." in page and "<code>make password</code>" in page
+    assert client.post("/login/", {"username": "admin", "password": password}).status_code == 302
+    client.post("/logout/")
+    page = client.get("/login/").content.decode()
+    assert "No one has signed in yet" not in page and "make run" not in page
+
+
+@pytest.mark.django_db
 def test_an_account_nobody_can_sign_in_as_does_not_stop_the_first_one():
     """run_workflow's "cli" owner (no password) before the first `make run`: a first
     account is still created and printed (none was, and nobody could sign in)."""

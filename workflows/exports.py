@@ -199,7 +199,7 @@ class Spend:
 
 def telemetry(event: StepEvent | RoundEvent) -> str:
     """A step's or a round's duration, tokens and cost, for people."""
-    seconds = f"{event.durationMs / 1000:.1f} s"
+    seconds = pricing.seconds_text(event.durationMs)
     if event.model == DEMO_LABEL:
         return f"{seconds} · demo"
     tokens = f"{event.tokens:,} tokens ({event.cachedTokens:,} cached)"

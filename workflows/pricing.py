@@ -1,5 +1,5 @@
 """What a model's tokens cost: prices from the genai-prices table or the deployment's own,
-and money written for people.
+and money written for people (and the time it took, which the same figures show beside it).
 
 Pure: no Django, no network. genai-prices reads the table bundled in its wheel; it fetches
 newer prices only when its `UpdatePrices` is started, which PowerOn never does (a price is
@@ -143,3 +143,13 @@ def calls_text(calls: Iterable[CallSpend]) -> str:
 def models_of(calls: Iterable[CallSpend]) -> list[str]:
     """The models a step's calls used, in the order they first answered."""
     return list(dict.fromkeys(call.model for call in calls if call.model))
+
+
+def seconds_text(ms: int | float | None) -> str:
+    """A duration for people, in one style everywhere: seconds with one decimal ("0.4 s",
+    "12.1 s"), minutes and seconds from a minute on ("2 min 5 s")."""
+    ms = max(0.0, float(ms or 0))
+    if ms < 59_950:  # 59.96 s would read as "60.0 s"
+        return f"{ms / 1000:.1f} s"
+    minutes, seconds = divmod(round(ms / 1000), 60)
+    return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"

@@ -5,8 +5,12 @@
 (function () {
   "use strict";
 
+  // One style for durations, as the server writes them (pricing.seconds_text).
   function seconds(ms) {
-    return ms < 1000 ? ms + " ms" : (ms / 1000).toFixed(ms < 10000 ? 1 : 0) + " s";
+    if (ms < 59950) return (ms / 1000).toFixed(1) + " s";
+    const total = Math.round(ms / 1000);
+    const rest = total % 60;
+    return Math.floor(total / 60) + " min" + (rest ? " " + rest + " s" : "");
   }
   function count(tokens) {
     return Math.round(tokens).toLocaleString("en") + " tok";

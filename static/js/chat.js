@@ -200,7 +200,8 @@
     window.addEventListener("scroll", hideAtBottom);
   }
 
-  // What the agent is doing now, and for how long: read off the type of the latest event.
+  // What the agent is doing now, and for how long: read off the type of the latest event
+  // (and, for a step, a task or a stop, its status: data-role).
   const PHASES = {
     message: "Planning the tasks", taskplan: "Planning the tasks", task: "Working on the task",
     actionplan: "Planning the actions", step: "Choosing an action", plan: "Setting the parameters",
@@ -209,6 +210,16 @@
     thought: "Thinking", delta: "Writing the answer",
   };
   const RUN_PHASES = { queued: "Waiting for a worker", stopping: "Stopping" };
+  // A task's loop stopped: its review comes next (a spent budget skips it), or the question
+  // whether to go on. A closed step says nothing of what comes next: the line stays.
+  const STOP_PHASES = {
+    criteria_met: "Reviewing the task", no_improvement: "Reviewing the task",
+    step_failed: "Reviewing the task", plan_complete: "Reviewing the task",
+    max_steps: "Reviewing the task", token_budget: "Writing the answer",
+    cost_budget: "Writing the answer", time_budget: "Writing the answer",
+  };
+  const TASK_PHASES = { pending: "Planning the tasks", running: "Working on the task",
+    retry: "Working on the task" };
   const activity = document.getElementById("activity");
   let phaseSince = 0;
   function showPhase(meta) {
@@ -218,6 +229,10 @@
     if (meta.dataset.type === "message" && meta.dataset.role !== "user") phase = null;
     // A run that waits again (its worker stopped) or is stopping says so, not its last phase.
     if (meta.dataset.type === "run") phase = RUN_PHASES[meta.dataset.role] || null;
+    if (meta.dataset.type === "status") phase = STOP_PHASES[meta.dataset.role] || null;
+    // A task that ended: the next one starts, or the answer is written.
+    if (meta.dataset.type === "task") phase = TASK_PHASES[meta.dataset.role] || "Writing the answer";
+    if (meta.dataset.type === "step" && meta.dataset.role !== "started") phase = null;
     if (!phase) return;
     if (activity.dataset.phase !== phase) {
       activity.dataset.phase = phase;

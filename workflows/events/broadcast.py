@@ -17,7 +17,7 @@ from typing import Any
 from channels.layers import BaseChannelLayer, get_channel_layer
 
 from workflows.events.contract import Envelope
-from workflows.events.rendering import render_event
+from workflows.events.rendering import for_staff, render_event
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def control_group(workflow_id: int) -> str:
 def rendered(envelope: Envelope) -> dict[str, Any]:
     """The layer message of an event: rendered once, as JSON and as HTML, for every viewer
     of every process (consumers only pick the format their viewer asked for)."""
-    return {
+    message = {
         "type": "workflow.event",
         "event": envelope.type,
         "seq": envelope.seq,
@@ -48,6 +48,9 @@ def rendered(envelope: Envelope) -> dict[str, Any]:
         "json": json.dumps(envelope.as_json(), ensure_ascii=False, separators=(",", ":")),
         "html": render_event(envelope),
     }
+    if for_staff(envelope):  # an error with the operator's detail: staff viewers get this one
+        message["html_staff"] = render_event(envelope, staff=True)
+    return message
 
 
 async def broadcast(envelope: Envelope) -> bool:

@@ -108,9 +108,14 @@ class Envelope(BaseModel):
         """Whether this is a run's final status."""
         return isinstance(self.event, RunEvent) and self.event.final
 
-    def as_json(self) -> dict[str, Any]:
-        """The public JSON shape: `{workflow, seq, type, round, task, action, payload, at}`."""
+    def as_json(self, *, operator: bool = False) -> dict[str, Any]:
+        """The public JSON shape: `{workflow, seq, type, round, task, action, payload, at}`,
+        without the operator's detail an error may carry (staff read it in admin; `operator`
+        keeps it, for the operator's own command line)."""
         event = self.event
+        payload = payload_of(event)
+        if not operator:
+            payload.pop(OPERATOR_ONLY, None)
         return {
             "workflow": self.workflow,
             "seq": self.seq,
@@ -118,7 +123,7 @@ class Envelope(BaseModel):
             "round": event.round,
             "task": event.task,
             "action": event.action,
-            "payload": payload_of(event),
+            "payload": payload,
             "at": self.at.isoformat() if self.at else None,
         }
 
@@ -139,6 +144,10 @@ class Envelope(BaseModel):
             action=data.get("action", 0),
         )
         return cls(workflow=data["workflow"], seq=data.get("seq"), at=data.get("at"), event=event)
+
+
+OPERATOR_ONLY = "detail"
+"""The payload key an error's operator detail is stored under: never in the public JSON."""
 
 
 def payload_of(event: BaseEvent) -> dict[str, Any]:

@@ -80,6 +80,12 @@ def referenced(reference: str) -> Shown:
     return Shown(reference)
 
 
+def for_staff(envelope: Envelope) -> bool:
+    """Whether staff see more of this event than everyone else: an error with the
+    operator's detail."""
+    return isinstance(envelope.event, ErrorEvent) and bool(envelope.event.detail)
+
+
 def template_for(event_type: str) -> str:
     """The fragment template of an event type."""
     return f"workflows/events/{event_type}.html"
@@ -94,8 +100,9 @@ def preload() -> None:
     number_format(1.5)
 
 
-def render_event(envelope: Envelope) -> str:
-    """The HTML fragment of one event."""
+def render_event(envelope: Envelope, *, staff: bool = False) -> str:
+    """The HTML fragment of one event (`staff`: for a staff viewer, with the operator's
+    detail an error may carry)."""
     event = envelope.event
     extra: dict[str, Any] = {}
     match event:
@@ -145,6 +152,7 @@ def render_event(envelope: Envelope) -> str:
         "r": event.round,
         "t": event.task,
         "a": event.action,
+        "staff": staff,
         **extra,
     }
     return render_to_string(template_for(event.type), context)

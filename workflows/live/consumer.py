@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import parse_qs
 
 from channels.consumer import get_handler_name
@@ -28,6 +28,9 @@ from workflows.execution import commands
 from workflows.models import ChatWorkflow
 
 from .follow import Follower, Frame, stored_last_seq
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ NOT_AN_OBJECT = 'Command not understood — a command is a JSON object with an "
 
 
 @database_sync_to_async
-def owned_workflow(user, workflow_id: int) -> ChatWorkflow | None:
+def owned_workflow(user: User, workflow_id: int) -> ChatWorkflow | None:
     return ChatWorkflow.objects.filter(pk=workflow_id, owner=user).first()
 
 
@@ -86,10 +89,12 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         """Called when a WebSocket connection is opened."""
         await self.accept()
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
+        scoped = self.scope.get("user")
+        if scoped is None or not scoped.is_authenticated:
             await self.close(code=CLOSE_NOT_SIGNED_IN)
             return
+        # AuthMiddleware's lazy proxy of the signed-in User, which it behaves as throughout.
+        user = cast("User", scoped)
         self.workflow_id = int(self.scope["url_route"]["kwargs"]["workflow_id"])
         workflow = await owned_workflow(user, self.workflow_id)
         if workflow is None:
@@ -175,7 +180,8 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
     async def send_frame(self, frame: Frame) -> None:
         """Send one event in the format this viewer asked for, shortened when it would not
         fit one WebSocket message (`frames`)."""
-        text = frame.json if self.format == "json" else frame.html
+        staff = bool(getattr(self.user, "is_staff", False))
+        text = frame.json if self.format == "json" else frame.html_for(staff=staff)
         if not frames.fits(text):
             fit = frames.fitted_json if self.format == "json" else frames.fitted_html
             text = fit(frame.envelope)
@@ -254,9 +260,9 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             if confirmation:
                 await self.send_notice(confirmation, level="info")
 
-    async def send_notice(self, text: str, *, level: str) -> None:
+    async def send_notice(self, text: str, *, level: Literal["info", "error"]) -> None:
         """A message for this client only: not stored, not part of the workflow."""
-        notice = NoticeEvent(round=0, level=level, text=text)  # type: ignore[arg-type]
+        notice = NoticeEvent(round=0, level=level, text=text)
         envelope = Envelope(workflow=self.workflow_id, seq=None, event=notice)
         async with self.follower.ordered:
             await self.follower.deliver(Frame.stored(envelope))

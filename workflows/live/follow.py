@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import enum
 import json
 import logging
 import time
@@ -20,7 +21,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 
 from workflows import selectors
@@ -104,10 +104,15 @@ class Frame:
     @property
     def html(self) -> str:
         """The event's HTML fragment (the page's)."""
+        return self.html_for(staff=False)
+
+    def html_for(self, *, staff: bool) -> str:
+        """The event's HTML fragment for this viewer: a staff member's shows the operator's
+        detail an error may carry."""
         if self._message is not None:
-            return str(self._message["html"])
+            return str(self._message.get("html_staff" if staff else "html", self._message["html"]))
         assert self._envelope is not None
-        return render_event(self._envelope)
+        return render_event(self._envelope, staff=staff)
 
     @property
     def envelope(self) -> Envelope:
@@ -227,7 +232,13 @@ class FeedEnded(Exception):
     """The feed has nothing more to give: the workflow was deleted."""
 
 
-_END = object()
+class _End(enum.Enum):
+    """The mark a feed's queue ends with."""
+
+    END = enum.auto()
+
+
+_END = _End.END
 
 
 class Feed:
@@ -246,12 +257,12 @@ class Feed:
     def __init__(self, workflow_id: int, *, after: int = 0, backlog: int = 64) -> None:
         self.workflow_id = workflow_id
         self.after = max(0, after)
-        self._frames: asyncio.Queue[Any] = asyncio.Queue(backlog)
+        self._frames: asyncio.Queue[Frame | _End] = asyncio.Queue(backlog)
         self._task: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
 
     async def __aenter__(self) -> Feed:
-        self.layer = get_channel_layer()
+        self.layer = broadcast.channel_layer()
         self.channel = await self.layer.new_channel()
         await self.layer.group_add(broadcast.viewers_group(self.workflow_id), self.channel)
         self.follower = Follower(self.workflow_id, self.after, self._frames.put)
@@ -312,7 +323,7 @@ class Feed:
             if self._failure is not None:
                 raise self._failure
             raise FeedEnded(f"workflow {self.workflow_id} was deleted")
-        return item  # type: ignore[no-any-return]
+        return item
 
     def waiting(self, most: int) -> list[Frame]:
         """The frames already waiting, at most `most`, without waiting for more (the feed's

@@ -1,5 +1,5 @@
-"""Tokens and money in templates: costs for people, "price unknown", and "demo" for the demo
-model, which spends neither."""
+"""Tokens, money and time in templates: costs for people, "price unknown", and "demo" for the
+demo model, which spends neither; durations in one style."""
 
 from __future__ import annotations
 
@@ -21,6 +21,12 @@ register = template.Library()
 def is_demo(event: Any) -> bool:
     """Whether the demo model answered the event's round (its figures are not real)."""
     return getattr(event, "model", "") == DEMO_LABEL
+
+
+@register.filter
+def seconds(ms: int | float | None) -> str:
+    """A duration in milliseconds for people: "0.4 s", "12.1 s", "2 min 5 s"."""
+    return pricing.seconds_text(ms)
 
 
 @register.filter

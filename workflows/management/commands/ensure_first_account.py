@@ -1,19 +1,20 @@
 """Create the first account when no account can sign in, and print its password once."""
 
 import secrets
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import UNUSABLE_PASSWORD_PREFIX
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 
 class Command(BaseCommand):
     help = "Create a first superuser with a random password when no account can sign in yet."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default="admin")
 
-    def handle(self, *args, username: str, **options) -> None:
+    def handle(self, *args: Any, username: str, **options: Any) -> None:
         User = get_user_model()
         # Accounts without a password (run_workflow's "cli") cannot sign in: they do not count.
         can_sign_in = User.objects.filter(is_active=True).exclude(password="")
@@ -26,5 +27,6 @@ class Command(BaseCommand):
         line = "=" * 60
         self.stdout.write(
             f"{line}\nFirst account created (shown once, write it down):\n"
-            f"  username: {username}\n  password: {password}\n{line}"
+            f"  username: {username}\n  password: {password}\n"
+            f"Lost it? `make password ACCOUNT={username}` sets a new one.\n{line}"
         )

@@ -174,8 +174,9 @@ class Command(BaseCommand):
             raise CommandError(f"no user named {username!r}") from missing
 
     def print_event(self, event: Envelope) -> None:
-        """Print the event; answer a question it asks at once, as the flags say."""
-        self.stdout.write(json.dumps(event.as_json(), ensure_ascii=False))
+        """Print the event (the operator runs this: an error's operator detail included);
+        answer a question it asks at once, as the flags say."""
+        self.stdout.write(json.dumps(event.as_json(operator=True), ensure_ascii=False))
         self.stdout.flush()
         data = event.event
         if getattr(data, "status", None) != "waiting":

@@ -87,6 +87,17 @@ def readable_types() -> dict[str, list[str]]:
     }
 
 
+def refusal(name: str, mime: str, size: int | None) -> str:
+    """Why a file is refused when it is attached ("" when it is not): empty, or of a type
+    no reader reads. The page says it when the file is picked, its upload view and the API's
+    refuse the file with the same words."""
+    if not size:
+        return EMPTY.format(name=name)
+    if detect_kind(name, mime) is None:
+        return UNREADABLE.format(name=name)
+    return ""
+
+
 def accept_attribute() -> str:
     """The file picker's `accept`: every name suffix and MIME type detect_kind reads."""
     types = readable_types()
