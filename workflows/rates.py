@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
+from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -26,6 +28,16 @@ class Refusal(str):
         refusal = super().__new__(cls, text)
         refusal.retry_after = retry_after
         return refusal
+
+
+def hold(user) -> None:
+    """Take the user's lock until the current transaction ends: what counts their rows and
+    what inserts them, in another process or thread, waits for it, so parallel requests
+    cannot all count the same hour. A row lock on PostgreSQL; on SQLite the transaction
+    (begun IMMEDIATE) already holds the one write lock."""
+    assert transaction.get_connection().in_atomic_block, "hold() needs a transaction"
+    users = get_user_model().objects.select_for_update().filter(pk=user.pk)
+    list(users.values_list("pk", flat=True))
 
 
 def upload_refusal(*, user, adding: int, limit: int) -> Refusal | None:

@@ -51,17 +51,15 @@ def document_create(
     key: str | None = None,
 ) -> ChatDocument:
     """Store a file of a workflow under MEDIA_ROOT with its size and sha256."""
-    # Keep only the last path component: a name can never climb out of the workflow folder.
-    name = _CONTROL.sub(" ", name)  # a line break in a file name (from the CLI) breaks lists
-    safe_name = PurePosixPath(name.replace("\\", "/")).name.strip() or "document"
+    name = safe_name(name)
     # Whoever gave the type (a browser, an MCP server): a valid one, or the name's.
-    mime = media_types.clean(mime_type, name=safe_name)
+    mime = media_types.clean(mime_type, name=name)
     document = ChatDocument(
         workflow=workflow,
         message=message,
         round=round,
         label=label,
-        name=safe_name[:255],
+        name=name[:255],
         mime_type=mime[:127],
         size=len(data),
         sha256=hashlib.sha256(data).hexdigest(),
@@ -69,9 +67,22 @@ def document_create(
         source_url=source_url[:2000],
         key=key,
     )
-    document.file.save(get_valid_filename(safe_name), ContentFile(data), save=False)
+    document.file.save(get_valid_filename(name), ContentFile(data), save=False)
     document.save()
     return document
+
+
+def safe_name(name: str) -> str:
+    """A file name as stored: its last path component only (it can never climb out of the
+    workflow's folder), control characters as spaces (a line break breaks lists)."""
+    name = _CONTROL.sub(" ", name)
+    return PurePosixPath(name.replace("\\", "/")).name.strip() or "document"
+
+
+def upload_name(name: str) -> str:
+    """An uploaded file's name as the browser meant it: its double quotes are sent as %22
+    (and line breaks as %0A, %0D: dropped)."""
+    return name.replace("%22", '"').replace("%0A", "").replace("%0D", "")
 
 
 def document_upload(
@@ -80,11 +91,9 @@ def document_upload(
     """Store a user's file for their next message (it joins the round that message opens)."""
     if mime_type == "application/octet-stream":  # browsers' "don't know": the name says more
         mime_type = ""
-    # Browsers send a name's double quotes as %22 (and line breaks as %0A, %0D: dropped).
-    name = name.replace("%22", '"').replace("%0A", "").replace("%0D", "")
     return document_create(
         workflow=workflow,
-        name=name,
+        name=upload_name(name),
         data=data,
         label=PENDING_UPLOAD_LABEL,
         mime_type=mime_type,
@@ -235,6 +244,7 @@ def round_open(
     user in the last hour (0: no limit).
     """
     with transaction.atomic():
+        rates.hold(owner)  # a round opened in parallel counts, for every limit below
         if refusal := rates.round_refusal(user=owner, limit=max_rounds_per_hour):
             raise RateLimited(refusal)
         if refusal := not_open(workflow_id, owner):  # before its uploads: a second click of

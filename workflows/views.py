@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 from workflows.events import broadcast
 from workflows.tools.documents import parse as extract
 
-from . import exports, media_types, rates, selectors, services
+from . import exports, media_types, selectors, services, uploads
 from .execution import tools_panel
 from .forms import ConnectionForm, WorkflowCreateForm
 from .models import ChatWorkflow
@@ -124,20 +124,17 @@ def document_upload(request: HttpRequest, workflow_id: int) -> HttpResponse:
         errors.append("Choose at least one file.")
     if errors:
         return render(request, "workflows/_uploads.html", {"errors": errors}, status=400)
-    refusal = rates.upload_refusal(
-        user=request.user, adding=len(files), limit=settings.POWERON_MAX_UPLOADS_PER_HOUR
-    )
-    if refusal:
-        return render(request, "workflows/_uploads.html", {"errors": [refusal]}, status=429)
-    documents = [
-        services.document_upload(
+    incoming = [uploads.Incoming(f.name or "", f.content_type or "", f) for f in files]
+    try:  # counted under the user's lock, then streamed to storage a chunk at a time
+        documents = uploads.store(
             workflow=workflow,
-            name=upload.name,
-            data=upload.read(),
-            mime_type=upload.content_type or "",
+            owner=request.user,
+            files=incoming,
+            limit=settings.POWERON_MAX_UPLOADS_PER_HOUR,
         )
-        for upload in files
-    ]
+    except uploads.UploadLimited as limited:
+        errors = [limited.refusal]
+        return render(request, "workflows/_uploads.html", {"errors": errors}, status=429)
     context = {"documents": documents, "workflow": workflow}
     return render(request, "workflows/_uploads.html", context)
 

@@ -75,12 +75,29 @@ class LiveApp:
         return self.processes.logs[0].read_text(errors="replace")
 
 
+def stop(processes: AppProcesses) -> None:
+    """Stop the app's processes: SIGTERM, a generous wait on a busy machine (a Daphne ending
+    its rounds and DBOS), then SIGKILL for any still there; their logs are printed (shown
+    when a test fails)."""
+    for process in processes.processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes.processes:
+        try:
+            process.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)
+    for log in processes.logs:
+        print(log.name, log.read_text(errors="replace")[-4000:])
+
+
 def start_app(tmp_path, model_url: str = "", **env: str) -> LiveApp:
     processes = AppProcesses(app_env(tmp_path, model_url, **env), tmp_path)
     try:
         port = processes.web()
     except BaseException:
-        processes.stop()
+        stop(processes)
         raise
     return LiveApp(processes, port)
 
@@ -93,4 +110,4 @@ def live_app(tmp_path_factory) -> Iterator[LiveApp]:
     try:
         yield app
     finally:
-        app.processes.stop()
+        stop(app.processes)

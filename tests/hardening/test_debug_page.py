@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .conftest import LiveApp, start_app
+from .conftest import LiveApp, start_app, stop
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -56,7 +56,7 @@ def debug_app(tmp_path_factory) -> Iterator[LiveApp]:
     try:
         yield app
     finally:
-        app.processes.stop()
+        stop(app.processes)
 
 
 def test_a_debug_500_page_shows_no_secret(debug_app: LiveApp):

@@ -9,10 +9,11 @@ from typing import Any, cast
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.core.files.base import ContentFile
 from django.http import Http404
 from mcp.server import ServerRequestContext
 
-from workflows import rates, selectors, services
+from workflows import rates, selectors, services, uploads
 from workflows.api import shapes
 from workflows.api.auth import Principal
 from workflows.execution import launcher
@@ -162,7 +163,7 @@ def prepare(principal: Principal, args: RunTaskIn) -> tuple[ChatWorkflow, bool, 
     limit = settings.POWERON_MAX_UPLOAD_BYTES
     if large := [d.name for d in inline if len(d.data) > limit]:
         raise ToolRefused(f"{', '.join(large)}: larger than {limit:,} bytes.")
-    if inline and (
+    if inline and (  # said before a workflow is made (counted again, locked, when stored)
         refusal := rates.upload_refusal(
             user=user, adding=len(inline), limit=settings.POWERON_MAX_UPLOADS_PER_HOUR
         )
@@ -173,11 +174,21 @@ def prepare(principal: Principal, args: RunTaskIn) -> tuple[ChatWorkflow, bool, 
     else:
         title = args.task.strip().splitlines()[0][:80]
         workflow, created = services.workflow_create(owner=user, title=title, mode=args.mode), True
-    for document in inline:
-        stored = services.document_upload(
-            workflow=workflow, name=document.name, data=document.data, mime_type=document.mimeType
+    incoming = [
+        uploads.Incoming(d.name, d.mimeType, ContentFile(d.data, name=d.name)) for d in inline
+    ]
+    try:  # counted under the user's lock, as the page's uploads are
+        stored = uploads.store(
+            workflow=workflow,
+            owner=user,
+            files=incoming,
+            limit=settings.POWERON_MAX_UPLOADS_PER_HOUR,
         )
-        ids.append(stored.pk)
+    except uploads.UploadLimited as limited:
+        if created:
+            services.workflow_delete(workflow=workflow)
+        raise ToolRefused(str(limited.refusal)) from None
+    ids += [document.pk for document in stored]
     return workflow, created, ids
 
 

@@ -11,7 +11,7 @@ from django.http import FileResponse, Http404, HttpRequest
 from django.template.defaultfilters import filesizeformat
 from ninja import Path, Router, Status
 
-from workflows import media_types, rates, selectors, services
+from workflows import media_types, selectors, services, uploads
 from workflows.api import shapes
 from workflows.api.auth import READ, RUN, caller
 from workflows.api.errors import Problem, invalid, rate_limited, responses
@@ -78,22 +78,19 @@ def upload_documents(request: HttpRequest, workflow_id: WorkflowId) -> Status:
             f"{', '.join(map(str, large))}: larger than {filesizeformat(limit)}. "
             "Nothing was stored.",
         )
-    refusal = rates.upload_refusal(
-        user=user, adding=len(files), limit=settings.POWERON_MAX_UPLOADS_PER_HOUR
-    )
-    if refusal is not None:
-        if refusal.retry_after is None:  # more at once than the hour allows: no wait helps
-            raise invalid("files", refusal)
-        raise rate_limited(refusal, refusal.retry_after)
-    documents = [
-        services.document_upload(
+    incoming = [uploads.Incoming(f.name or "document", f.content_type or "", f) for f in files]
+    try:  # counted under the user's lock, then streamed to storage (the page's way)
+        documents = uploads.store(
             workflow=workflow,
-            name=upload.name or "document",
-            data=upload.read(),
-            mime_type=upload.content_type or "",
+            owner=user,
+            files=incoming,
+            limit=settings.POWERON_MAX_UPLOADS_PER_HOUR,
         )
-        for upload in files
-    ]
+    except uploads.UploadLimited as limited:
+        refusal = limited.refusal
+        if refusal.retry_after is None:  # more at once than the hour allows: no wait helps
+            raise invalid("files", refusal) from None
+        raise rate_limited(refusal, refusal.retry_after) from None
     return Status(201, {"documents": [shapes.document_out(d) for d in documents]})
 
 
