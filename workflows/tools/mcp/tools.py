@@ -110,7 +110,7 @@ def arguments_model(server: str, spec: ToolSpec) -> type[McpArguments]:
         default = ... if name in required else None
         fields[key] = (Any, Field(default, alias=name) if key != name else default)
         shown[name] = _prompt_property(prop if isinstance(prop, dict) else {})
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         f"{server}_{catalog_name(spec.name)}_arguments", __base__=McpArguments, **fields
     )
     model.input_schema = schema
