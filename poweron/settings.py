@@ -25,7 +25,7 @@ def env_bool(name: str, default: bool) -> bool:
 
 def env_int(name: str, default: int, *, low: int | None = None, high: int | None = None) -> int:
     """Read an integer variable, naming it when it is not a number or not within bounds."""
-    return int(_env_number(name, default, int, "an integer", low, high))
+    return _env_number(name, default, int, "an integer", low, high)
 
 
 def env_float(
@@ -254,6 +254,10 @@ POWERON_LLM_MAX_REPLY_BYTES = env_int("POWERON_LLM_MAX_REPLY_BYTES", 512 * 1024,
 # compact answers, the answer after the JSON), or auto: narrow for a server on this machine or
 # a private network, shared for a hosted provider.
 POWERON_LLM_SCHEMAS = os.environ.get("POWERON_LLM_SCHEMAS", "auto").strip().lower()
+# Prefix reuse on a local llama.cpp server: the slots its calls are spread over by kind (each
+# family of calls keeps its prefix in its own slot), as a count, "off", or auto: asked from a
+# server on this machine or a private network (llama.cpp's /props), never from a hosted one.
+POWERON_LLM_SLOTS = os.environ.get("POWERON_LLM_SLOTS", "auto").strip().lower()
 # A small model for the small jobs (Stage 2's parameters, the review), on its own server and
 # key if they are set (else the main model's); empty: every call goes to the main model.
 POWERON_LLM_MODEL_SMALL = os.environ.get("POWERON_LLM_MODEL_SMALL", "").strip()
