@@ -306,7 +306,7 @@ async def record_step(
         **step.position(),
         key=f"round{ctx.round}_task{task.number}_action{step.action}",
         role="action",
-        content=render_observation_markdown(name, objective, observation),
+        content=render_observation_markdown(name, objective, observation, status=status),
         summary=summary,
         documentsLabel=label,
         documents=documents,
@@ -332,7 +332,9 @@ async def record_step(
             success=observation.success,
         )
     )
-    task.steps.append(StepTrace(step.action, name, objective, observation, summary, step.number))
+    task.steps.append(
+        StepTrace(step.action, name, objective, observation, summary, step.number, status)
+    )
 
 
 def failed_observation(ctx: RoundContext, step: Step, reason: str) -> Observation:

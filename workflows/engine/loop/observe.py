@@ -28,12 +28,18 @@ def snippet_of(document: ProducedDocument, limit: int) -> str:
         raw = html.unescape(_TAG.sub(" ", _HIDDEN.sub(" ", markup)))
     else:
         raw = document.data[: limit * 4].decode("utf-8", "replace")
-    text = " ".join(raw.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return _clip(" ".join(raw.split()), limit)
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """The text within `limit` characters, "…" where it was cut: between words, unless the
+    last word would take more than a third of it."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if not text[limit - 1].isspace() and (space := cut.rfind(" ")) >= (limit - 1) * 2 // 3:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
 
 
 def build_observation(result: ActionResult, result_label: str, caps: Caps) -> Observation:
@@ -126,10 +132,14 @@ def summarize(action: str, observation: Observation) -> str:
     return _clip(". ".join(parts), 240)
 
 
-def render_observation_markdown(action: str, objective: str, observation: Observation) -> str:
-    """The content of an action message: what was done and what came of it."""
-    status = "succeeded" if observation.success else "failed"
-    head = f"**{action}** {status}" if action else "**No action ran**"
+def render_observation_markdown(
+    action: str, objective: str, observation: Observation, *, status: str = ""
+) -> str:
+    """The content of an action message: what was done and what came of it (`status`: how
+    the step ended, as its badge says, when it was not run: rejected or stopped)."""
+    ended = {"rejected": "rejected by the user", "stopped": "not run"}.get(status, "failed")
+    ended = "succeeded" if observation.success else ended
+    head = f"**{action}** {ended}" if action else "**No action ran**"
     lines = [head + (f" — {objective}" if objective else "")]
     if observation.error:
         lines.append(f"\nError: {observation.error}")

@@ -72,8 +72,8 @@ async def run_round(
             yield event
     except ModelUnavailable as error:
         # One message for the failure: the error says what failed and what to fix.
-        reason = str(error)  # the status and the answer say it too: what to fix included
-        yield ErrorEvent(round=ctx.round, kind="model", message=reason)
+        reason = str(error)  # the status and the answer say it too, in words for everyone
+        yield ErrorEvent(round=ctx.round, kind="model", message=reason, detail=error.detail)
         closing = opened.closing("failed", reason)
         for event in closing:  # a partial answer among them keeps what was written, and why
             if isinstance(event, MessageEvent) and event.key == answer_key(ctx):
