@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from channels.db import database_sync_to_async
 from pydantic import (
@@ -15,12 +15,15 @@ from pydantic import (
     model_validator,
 )
 
-from workflows import services
+from workflows import rates, services
 from workflows.events import broadcast
 from workflows.events.contract import Envelope
 from workflows.execution import launcher
-from workflows.execution.launcher import CommandRefused
+from workflows.execution.launcher import CommandRefused as CommandRefused  # re-exported
 from workflows.models import ChatMessage
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 def not_blank(text: str, why: str) -> str:
@@ -174,7 +177,7 @@ def describe(error: ValidationError) -> str:
 STEER_SENT = "Steering note sent: the agent reads it before it chooses its next action."
 
 
-async def execute(command: AnyCommand, *, user, workflow_id: int) -> str | None:
+async def execute(command: AnyCommand, *, user: User, workflow_id: int) -> str | None:
     """Carry out a command for the owner of the workflow; a confirmation to show, if any."""
     match command:
         case Send():
@@ -214,9 +217,12 @@ def record_feedback(workflow_id: int, command: Feedback) -> Envelope:
     ).first()
     if message is None:
         raise CommandRefused("Feedback goes on one of this workflow's answers.")
-    return services.message_feedback(
-        message=message, rating=command.rating, comment=command.comment
-    )
+    try:
+        return services.message_feedback(
+            message=message, rating=command.rating, comment=command.comment
+        )
+    except rates.Limited as limited:
+        raise launcher.CommandLimited(limited) from None
 
 
 @database_sync_to_async

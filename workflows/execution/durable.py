@@ -16,7 +16,7 @@ import os
 import sqlite3
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -52,28 +52,28 @@ RUNNERS: dict[str, Any] = {}
 """The runner of each round this process executes (by DBOS workflow id), to stop it at once."""
 
 
-def system_database_url(database: dict[str, Any] | None = None) -> str:
+def system_database_url(database: Mapping[str, Any] | None = None) -> str:
     """Where DBOS keeps its checkpoints: POWERON_DBOS_DATABASE_URL, else PostgreSQL's app
     database (own schema) when the app runs on it, else a SQLite file beside the app's
     (`database`: the app's database settings, the default one's when not given)."""
     if settings.POWERON_DBOS_DATABASE_URL:
         return settings.POWERON_DBOS_DATABASE_URL
-    database = database or settings.DATABASES["default"]
-    if database["ENGINE"].endswith("postgresql"):
+    app: Mapping[str, Any] = database or settings.DATABASES["default"]
+    if app["ENGINE"].endswith("postgresql"):
         from sqlalchemy.engine import URL  # DBOS's own dependency
 
-        options = database.get("OPTIONS") or {}
+        options = app.get("OPTIONS") or {}
         url = URL.create(
             "postgresql",
-            username=database.get("USER") or None,
-            password=database.get("PASSWORD") or None,  # quoted as a URL needs it
-            host=database.get("HOST") or "localhost",
-            port=int(database.get("PORT") or 5432),
-            database=database["NAME"],
+            username=app.get("USER") or None,
+            password=app.get("PASSWORD") or None,  # quoted as a URL needs it
+            host=app.get("HOST") or "localhost",
+            port=int(app.get("PORT") or 5432),
+            database=app["NAME"],
             query={k: str(v) for k, v in options.items() if isinstance(v, str | int)},
         )
         return url.render_as_string(hide_password=False)
-    return f"sqlite:///{sqlite_run_state(Path(database['NAME']))}"
+    return f"sqlite:///{sqlite_run_state(Path(app['NAME']))}"
 
 
 def sqlite_run_state(app_database: Path) -> Path:
@@ -242,7 +242,7 @@ def launch_with_daphne(watch: Callable[[], Awaitable[None]]) -> None:
     def begin() -> None:
         asyncio.get_running_loop().create_task(start(), name="poweron-durable")
 
-    reactor.callWhenRunning(lambda: reactor.callLater(0, begin))  # type: ignore[attr-defined]
+    reactor.callWhenRunning(lambda: reactor.callLater(0, begin))
 
 
 @dataclass(frozen=True)
@@ -392,11 +392,11 @@ async def dead_executors(*, exclude: str) -> set[str]:
     quiet = ChatWorkflow.objects.filter(
         status__in=ChatWorkflow.ACTIVE_STATUSES, heartbeat__lt=cutoff
     ).values_list("pk", "current_round", "run_id")
-    dead = set()
+    dead: set[str] = set()
     async for workflow_id, round, run_id in quiet:
         found = await DBOS.get_workflow_status_async(RunRef(workflow_id, round, run_id).dbos_id)
         if not found or found.status != "PENDING" or found.executor_id in (None, exclude):
             continue
-        if (found.updated_at or 0) < cutoff_ms:
+        if (found.updated_at or 0) < cutoff_ms and found.executor_id is not None:
             dead.add(found.executor_id)
     return dead

@@ -12,19 +12,22 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
 from dbos import DBOS
 from django.conf import settings
 
-from workflows import selectors, services
+from workflows import rates, selectors, services
 from workflows.events import broadcast
 from workflows.events.contract import Envelope, RunEvent
 from workflows.models import ChatWorkflow
 
 from . import durable, recording, runner, settle
 from .checkpoints import STEER_TOPIC, question_topic
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +37,7 @@ class CommandRefused(Exception):
 
 
 async def start_round(
-    *, workflow_id: int, user, text: str, document_ids: list[int], reruns: int | None = None
+    *, workflow_id: int, user: User, text: str, document_ids: list[int], reruns: int | None = None
 ) -> None:
     """Open a round with the user's message and run it durably in the background (`reruns`:
     the earlier round it runs again, see `services.round_open`)."""
@@ -123,9 +126,7 @@ async def request_stop(*, workflow_id: int) -> None:
         await durable.cancel(run)  # the system database first: never resumed
     await broadcast.send_control(workflow_id, {"action": "stop"})  # the task, wherever it runs
     if state in ("ENQUEUED", "DELAYED"):  # never started: no run will end it
-        for stored in await database_sync_to_async(settle.run_end)(
-            workflow_id, ChatWorkflow.Status.STOPPED
-        ):
+        for stored in await database_sync_to_async(settle.run_end)(workflow_id, "stopped"):
             await broadcast.broadcast(stored)
 
 
@@ -154,9 +155,33 @@ async def answer(*, workflow_id: int, kind: str, value: Any) -> None:
     await _send(workflow_id, value, question_topic(kind, task, number, asked=asked))
 
 
+class CommandLimited(CommandRefused):
+    """Refused by the owner's commands a minute (POWERON_COMMANDS_PER_MINUTE); `retry_after`
+    seconds."""
+
+    def __init__(self, limited: rates.Limited) -> None:
+        super().__init__(str(limited.refusal))
+        self.retry_after = limited.retry_after
+
+
+async def take_command(workflow_id: int) -> None:
+    """Count a command for the workflow's owner (every interface's together); CommandLimited
+    when their minute is full."""
+    owners = ChatWorkflow.objects.filter(pk=workflow_id).values_list("owner_id", flat=True)
+    owner = await owners.afirst()
+    if owner is None:
+        raise CommandRefused("This workflow was deleted.")
+    limit = settings.POWERON_COMMANDS_PER_MINUTE
+    try:
+        await database_sync_to_async(rates.take_command)(owner, limit)
+    except rates.Limited as limited:
+        raise CommandLimited(limited) from None
+
+
 async def _send(workflow_id: int, message: Any, topic: str) -> None:
     if not await is_active(workflow_id=workflow_id):
         raise CommandRefused("Nothing is running in this workflow.")
+    await take_command(workflow_id)  # a steering note or an answer, once it can be sent
     run = await durable.current(workflow_id)
     await DBOS.send_async(run.dbos_id, message, topic)
 

@@ -15,16 +15,22 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
 from workflows.engine.model.money import Cost
-from workflows.engine.records.events import BaseEvent, MessageEvent, UsageEvent
+from workflows.engine.records.events import MessageEvent, UsageEvent
 from workflows.events import log as event_log
-from workflows.events.contract import FINAL_STATUSES, Envelope, NoticeEvent
+from workflows.events.contract import (
+    FINAL_STATUSES,
+    AnyEvent,
+    Envelope,
+    NoticeEvent,
+    RunEvent,
+)
 from workflows.models import ChatDocument, ChatMessage, ChatWorkflow, WorkflowEvent
 
-Pending = tuple[BaseEvent, int | None]
+Pending = tuple[AnyEvent, int | None]
 """An event to store, with its ordinal (its place in its round) or None."""
 
 
-def record(workflow_id: int, event: BaseEvent, *, ordinal: int | None = None) -> Envelope | None:
+def record(workflow_id: int, event: AnyEvent, *, ordinal: int | None = None) -> Envelope | None:
     """Store one event and the rows it concerns; its envelope, ready to broadcast.
 
     With an `ordinal` (its place in its round), an event already stored is not stored again
@@ -52,7 +58,7 @@ def record_many(workflow_id: int, events: Sequence[Pending]) -> list[Envelope]:
 
 
 def _record(
-    workflow_id: int, events: Sequence[Pending], *, skip: set[tuple[int, int]]
+    workflow_id: int, events: Sequence[Pending], *, skip: set[tuple[int, int | None]]
 ) -> list[Envelope]:
     with transaction.atomic():
         events = [pair for pair in events if not _after_the_end(workflow_id, pair[0])]
@@ -76,12 +82,12 @@ def _record(
         return event_log.events_append(workflow_id=workflow_id, events=new)
 
 
-def _after_the_end(workflow_id: int, event: BaseEvent) -> bool:
+def _after_the_end(workflow_id: int, event: AnyEvent) -> bool:
     """Whether `event` says a round goes on (running, queued, stopping) although the round
     has ended: a round resumed after a crash that came just after its end, or a stop that
     crossed the end, must not make an ended run look alive again. The workflow's row is
     locked first (a final status is stored under the same lock)."""
-    if event.type != "run" or getattr(event, "status", "") in FINAL_STATUSES:
+    if not isinstance(event, RunEvent) or event.status in FINAL_STATUSES:
         return False
     ChatWorkflow.objects.select_for_update().filter(pk=workflow_id).values_list("pk").first()
     return WorkflowEvent.objects.filter(
@@ -110,7 +116,7 @@ def workflow_cost_add(workflow_id: int, costs: Sequence[Cost]) -> float:
     return round(float(after) - float(added), 9)
 
 
-def already_stored(workflow_id: int, events: Sequence[Pending]) -> set[tuple[int, int]]:
+def already_stored(workflow_id: int, events: Sequence[Pending]) -> set[tuple[int, int | None]]:
     """The (round, ordinal) pairs among `events` that are stored (one query)."""
     ordinals = {ordinal for _, ordinal in events if ordinal is not None}
     rounds = {event.round for event, ordinal in events if ordinal is not None}

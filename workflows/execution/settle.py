@@ -15,9 +15,15 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from workflows.engine.loop.closing import OpenWork
+from workflows.engine.loop.closing import Ending, OpenWork
 from workflows.engine.records.events import DocumentEvent, RoundEvent
-from workflows.events.contract import FINAL_STATUSES, Envelope, RunEvent
+from workflows.events.contract import (
+    FINAL_STATUSES,
+    Envelope,
+    FinalStatus,
+    RunEvent,
+    engine_event,
+)
 from workflows.models import ChatWorkflow
 
 from . import durable, recording
@@ -40,13 +46,14 @@ def unannounced_documents(workflow: ChatWorkflow, announced: set[str]) -> list[D
     events = []
     for document in written.order_by("id"):
         ref = document.as_ref()
-        round, task, action, _ = (int(part) for part in document.key.split(":"))
+        key = document.key or ""  # filtered on: never empty here
+        round, task, action, _ = (int(part) for part in key.split(":"))
         if ref.id not in announced:
             events.append(DocumentEvent(round=round, task=task, action=action, document=ref))
     return events
 
 
-def run_end(workflow_id: int, status: str, reason: str = "") -> list[Envelope]:
+def run_end(workflow_id: int, status: FinalStatus, reason: str = "") -> list[Envelope]:
     """Close what the run's round left open and record its final status; the stored events.
 
     A stop without a reason was asked for by the user when the workflow says "stopping";
@@ -57,7 +64,7 @@ def run_end(workflow_id: int, status: str, reason: str = "") -> list[Envelope]:
         finals = workflow.events.filter(round=workflow.current_round, type="run")
         if finals.filter(payload__status__in=FINAL_STATUSES).exists():
             return []  # ended already (a resumed round that had finished, a second stop)
-        if status == ChatWorkflow.Status.STOPPED and not reason:
+        if status == "stopped" and not reason:
             asked = workflow.status == ChatWorkflow.Status.STOPPING
             reason = "Stopped by the user." if asked else "Interrupted: the server stopped."
         rows = workflow.events.filter(round=workflow.current_round)
@@ -66,11 +73,12 @@ def run_end(workflow_id: int, status: str, reason: str = "") -> list[Envelope]:
         began = False
         for row in rows.order_by("seq"):
             envelope = Envelope.from_row(row)
-            opened.add(envelope.event, at=envelope.at)
+            if (own := engine_event(envelope.event)) is not None:  # the host's own open nothing
+                opened.add(own, at=envelope.at)
             if isinstance(envelope.event, DocumentEvent):
                 announced.add(envelope.event.document.id)
             began |= isinstance(envelope.event, RoundEvent)
-        ending = "stopped" if status == ChatWorkflow.Status.STOPPED else "failed"
+        ending: Ending = "stopped" if status == "stopped" else "failed"
         # A round stopped before it began still has its record, as every other round does.
         unbegun = RoundEvent(
             round=workflow.current_round, status=ending, mode=workflow.mode, reason=reason
@@ -79,9 +87,7 @@ def run_end(workflow_id: int, status: str, reason: str = "") -> list[Envelope]:
             *unannounced_documents(workflow, announced),
             *opened.closing(ending, reason, now=timezone.now()),
             *([] if began else [unbegun]),
-            RunEvent(  # type: ignore[arg-type]
-                round=workflow.current_round, status=status, reason=reason
-            ),
+            RunEvent(round=workflow.current_round, status=status, reason=reason),
         ]
         stored = recording.record_many(workflow_id, [(event, None) for event in closing])
         ChatWorkflow.objects.filter(pk=workflow_id).update(
@@ -112,10 +118,10 @@ def cut_off_runs(*, older_than_seconds: int | None = None) -> dict[int, list[Env
         if workflow.status == ChatWorkflow.Status.STOPPING:
             if state in durable.RESUMABLE:
                 durable.cancel_now(durable.RunRef.of(workflow))
-            settled[workflow.pk] = run_end(workflow.pk, ChatWorkflow.Status.STOPPED)
+            settled[workflow.pk] = run_end(workflow.pk, "stopped")
         elif state not in durable.RESUMABLE:
             reason = CUT_OFF_REASONS.get(state or "", CUT_OFF_REASON)
-            settled[workflow.pk] = run_end(workflow.pk, ChatWorkflow.Status.FAILED, reason)
+            settled[workflow.pk] = run_end(workflow.pk, "failed", reason)
         elif requeued(workflow, state) and (said := waits_again(workflow)):
             settled[workflow.pk] = [said]
     return settled

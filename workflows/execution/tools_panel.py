@@ -19,7 +19,7 @@ SECRET_UNREADABLE = (
 
 def tool_overview(
     *, connection_kinds: set[str] | frozenset[str] = frozenset(), owner: Any = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Every tool of the catalog: whether it is usable here and, if not, why and which
     environment variables to set. With `owner`, their connections count, and the MCP servers
     they may use follow, as their latest listing in this process found them."""
@@ -39,7 +39,7 @@ def tool_overview(
             "reason": unavailable.get(tool.name, ""),
             "variables": variables_named(unavailable.get(tool.name, "")),
         }
-        for tool in CATALOG
+        for tool in (tool_class() for tool_class in CATALOG)
     ]
     servers = mcp_servers(connections) if owner is not None else site_mcp_servers()
     unreadable = [
@@ -50,7 +50,7 @@ def tool_overview(
     return rows + [row for server in servers for row in mcp_overview(server)] + unreadable
 
 
-def mcp_overview(server: McpServer) -> list[dict]:
+def mcp_overview(server: McpServer) -> list[dict[str, Any]]:
     """The Tools panel's rows for one MCP server: its tools as last listed, or why it has
     none, or that a run will list them."""
     where = "your MCP server" if server.owner else f"MCP server {server.name}"
@@ -73,7 +73,7 @@ def mcp_overview(server: McpServer) -> list[dict]:
     ]
 
 
-def _row(name: str, description: str, *, reason: str = "", own: bool = False) -> dict:
+def _row(name: str, description: str, *, reason: str = "", own: bool = False) -> dict[str, Any]:
     """A row of an MCP server: a user's own is fixed under Connections, the site's by the
     operator's setting."""
     return {

@@ -19,7 +19,7 @@ from workflows.tools.web.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
 
-CATALOG: tuple[type, ...] = (
+CATALOG: tuple[type[Tool], ...] = (
     WebSearch,
     WebScrape,
     WebCrawl,
