@@ -107,6 +107,36 @@ def test_a_body_that_is_not_multipart_is_415(api, workflow):
     problem(response, 415, "unsupported-media-type")
 
 
+def test_a_file_the_readers_cannot_read_is_415_with_the_pages_reason(api, workflow, alice_client):
+    """An image or a program is refused as the page refuses it when it is picked, in the
+    same words (one table of what the readers read); nothing is stored, the readable file
+    sent with them neither."""
+    from workflows.tools.documents.parse import UNREADABLE
+
+    png = a_file("red.png", b"\x89PNG\r\n", "image/png")
+    exe = a_file("setup.exe", b"MZ\x90", "application/octet-stream")
+    body = problem(upload(api, workflow, a_file(), png, exe), 415, "unsupported-media-type")
+    said = [UNREADABLE.format(name="red.png"), UNREADABLE.format(name="setup.exe")]
+    assert body["detail"] == " ".join([*said, "Nothing was stored."])
+    assert not ChatDocument.objects.exists()
+    page = alice_client.post(
+        f"/workflows/{workflow.pk}/documents/upload/",
+        {"files": [a_file("red.png", b"x", "image/png")]},
+    )
+    assert said[0] in page.content.decode()
+
+
+def test_an_empty_file_is_422_with_the_pages_reason(api, workflow):
+    body = problem(
+        upload(api, workflow, a_file("empty.txt", b"", "text/plain")), 422, "invalid-input"
+    )
+    assert body["errors"] == [
+        {"field": "files", "message": "empty.txt is empty: there is nothing in it to read. "
+         "Nothing was stored."}
+    ]  # fmt: skip
+    assert not ChatDocument.objects.exists()
+
+
 def test_an_upload_without_a_content_length_is_411(api, workflow):
     """Django's form parser reads by the length: a chunked body is refused, as on the page."""
     response = upload(api, workflow, a_file(), CONTENT_LENGTH="")

@@ -1,9 +1,10 @@
-"""Documents: upload files for the next message (the page's limits and refusals), take one
-back, read their metadata and download them (with the page's download headers)."""
+"""Documents: upload files for the next message (the page's limits and refusals: too large,
+empty, or of a type the readers cannot read), take one back, read their metadata and
+download them (with the page's download headers)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from django.conf import settings
 from django.core.exceptions import TooManyFilesSent
@@ -17,6 +18,7 @@ from workflows.api.auth import READ, RUN, caller
 from workflows.api.errors import Problem, invalid, rate_limited, responses
 from workflows.api.schemas import BIGINT, DocumentList, DocumentOut
 from workflows.models import ChatDocument
+from workflows.tools.documents import parse
 
 from .workflows import WorkflowId
 
@@ -52,7 +54,7 @@ UPLOAD_BODY = {
     operation_id="upload_documents",
     openapi_extra={"requestBody": UPLOAD_BODY, "responses": responses(411, 413, 415, 422, 429)},
 )
-def upload_documents(request: HttpRequest, workflow_id: WorkflowId) -> Status:
+def upload_documents(request: HttpRequest, workflow_id: WorkflowId) -> Status[dict[str, Any]]:
     """Upload files for the workflow's next message (multipart, field `files`); send their
     ids with it. Every file is checked before any is stored: one refusal stores nothing."""
     user = caller(request).user
@@ -72,12 +74,20 @@ def upload_documents(request: HttpRequest, workflow_id: WorkflowId) -> Status:
     if not files:
         raise invalid("files", "Choose at least one file (multipart parts named `files`).")
     limit = settings.POWERON_MAX_UPLOAD_BYTES
-    if large := [upload.name for upload in files if upload.size > limit]:
+    if large := [upload.name for upload in files if (upload.size or 0) > limit]:
         raise Problem(
             "too-large",
             f"{', '.join(map(str, large))}: larger than {filesizeformat(limit)}. "
             "Nothing was stored.",
         )
+    # The page's refusals, in its words (the readers' own table says what they read): a
+    # type no reader reads is a 415, an empty file a 422.
+    reasons = [parse.refusal(f.name or "", f.content_type or "", f.size) for f in files]
+    if refused := [reason for reason in reasons if reason]:
+        told = " ".join([*refused, "Nothing was stored."])
+        if any(reason.endswith(parse.UNREADABLE.split("{name}")[1]) for reason in refused):
+            raise Problem("unsupported-media-type", told)
+        raise invalid("files", told)
     incoming = [uploads.Incoming(f.name or "document", f.content_type or "", f) for f in files]
     try:  # counted under the user's lock, then streamed to storage (the page's way)
         documents = uploads.store(
@@ -102,7 +112,7 @@ def upload_documents(request: HttpRequest, workflow_id: WorkflowId) -> Status:
 )
 def discard_upload(
     request: HttpRequest, workflow_id: WorkflowId, document_id: DocumentId
-) -> Status:
+) -> Status[None]:
     """Take back a file uploaded and not sent yet (it still counts for the hourly upload
     limit); 404 for any other document."""
     workflow = selectors.workflow_get(user=caller(request).user, workflow_id=workflow_id)
@@ -117,7 +127,7 @@ def discard_upload(
     auth=READ,
     operation_id="list_documents",
 )
-def list_documents(request: HttpRequest, workflow_id: WorkflowId) -> dict:
+def list_documents(request: HttpRequest, workflow_id: WorkflowId) -> dict[str, Any]:
     """A workflow's documents, oldest first: uploads (sent or waiting), what actions produced
     and what they fetched."""
     workflow = selectors.workflow_get(user=caller(request).user, workflow_id=workflow_id)
@@ -131,7 +141,9 @@ def list_documents(request: HttpRequest, workflow_id: WorkflowId) -> dict:
     auth=READ,
     operation_id="get_document",
 )
-def get_document(request: HttpRequest, workflow_id: WorkflowId, document_id: DocumentId) -> dict:
+def get_document(
+    request: HttpRequest, workflow_id: WorkflowId, document_id: DocumentId
+) -> dict[str, Any]:
     """One document's metadata."""
     return shapes.document_out(
         selectors.document_get(
