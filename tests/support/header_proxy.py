@@ -32,6 +32,9 @@ class HeaderProxy:
             log_level="warning",
             lifespan="on",
             interface="asgi3",
+            # Longer than any client keeps an idle connection: uvicorn's 5 s default closed
+            # connections the suite's client was about to reuse ("fetch failed").
+            timeout_keep_alive=300,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
