@@ -10,6 +10,12 @@ model calls, tokens and seconds; then the success rate and the issue's goals.
         --model qwen2.5-coder-0.5b [--timeout 120] [--timeout-per-1k 30] [--only arithmetic]
         [--small-model NAME --small-base-url URL]  # Stage 2 and the review on a small model
 
+Per task and call kind it also prints the prompt tokens the server reused from its cache and
+those it evaluated (llama.cpp reports both; the product sends each family of calls to its own
+slot, `--slots`). With `--before REF` each task runs first as the commit REF had it (its own
+bench, from a snapshot of that commit, in a subprocess), then as it is now, side by side on
+the same server and machine; `--repeat N` runs the suite N times.
+
 Without a server it prints how to start one (llama.cpp's llama-server) and exits.
 """
 
@@ -19,7 +25,10 @@ import argparse
 import asyncio
 import json
 import re
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.website import TestWebsite  # noqa: E402
 from workflows.engine.loop.controls import AutoControls  # noqa: E402
+from workflows.engine.loop.faithfulness import figures_in  # noqa: E402
 from workflows.engine.loop.round import run_round  # noqa: E402
 from workflows.engine.model.llm import OpenAICompatibleLLM  # noqa: E402
 from workflows.engine.model.staged import StagedLLM  # noqa: E402
@@ -148,6 +158,14 @@ class Result:
     repeated: int
     """Steps where the answer after the corrective retry was rejected for the same reason."""
     answer: str
+    prompt: int = 0
+    """Prompt tokens of the round's calls."""
+    reused: int = 0
+    """Of those, the ones the server reused from its cache (the rest it evaluated)."""
+    kinds: dict[str, list[int]] = field(default_factory=dict)
+    """Per call kind: [calls, prompt tokens, reused, completion tokens]."""
+    produced: dict[str, str] = field(default_factory=dict)
+    """The documents the round produced (name → text), for the closing note's checks."""
 
 
 def same_reason(first: str, second: str) -> bool:
@@ -203,6 +221,11 @@ async def run_task(task: Task, llm: LLM, settings: dict, args: argparse.Namespac
     ]
     final = [e for e in events if isinstance(e, RoundEvent)][-1]
     outcome = Outcome(answer=answer, status=final.status, produced=produced, ran=ran)
+    kinds: dict[str, list[int]] = {}
+    for u in usage:
+        row = kinds.setdefault(u.kind, [0, 0, 0, 0])
+        for i, value in enumerate((1, u.promptTokens, u.cachedTokens, u.completionTokens)):
+            row[i] += value
     return Result(
         task=task.name,
         ok=task.check(outcome),
@@ -213,26 +236,77 @@ async def run_task(task: Task, llm: LLM, settings: dict, args: argparse.Namespac
         rejected=len(errors),
         repeated=repeated,
         answer=answer,
+        prompt=sum(u.promptTokens for u in usage),
+        reused=sum(u.cachedTokens for u in usage),
+        kinds=kinds,
+        produced=produced,
     )
+
+
+def figure_audit(results: list[Result]) -> None:
+    """The faithfulness check on the suite's reports and answers: every figure the model wrote
+    (headings and tables too), judged against the notes the tasks attach, and whether the
+    product flagged it (taken out of a report, or named in an answer's note)."""
+    truth = {v for _, found in figures_in(NOTES) for v in found}
+    rows: list[tuple[str, str, bool, bool]] = []  # task, figure, invented, flagged
+    for r in results:
+        if r.task not in ("report", "two_steps"):
+            continue
+        texts = [t for name, t in r.produced.items() if name.endswith(".md")]
+        for text in [*texts, r.answer]:
+            body, _, tail = text.partition("\n---\n\n_Checked against the sources")
+            body, _, note = body.partition("\n\n> Checked against the sources")
+            flagged_here = {w for w, _ in figures_in(tail.partition("Taken out")[2])}
+            flagged_here |= set(re.findall(r"“([^”]+)”", note.partition("\n")[0]))
+            for written, values in figures_in(tail.partition("Taken out")[2] + "\n" + body):
+                rows.append((r.task, written, not values & truth, written in flagged_here))
+    if not rows:
+        return
+    invented = [row for row in rows if row[2]]
+    true = [row for row in rows if not row[2]]
+    print(
+        f"\nFaithfulness check on the report tasks: {sum(r[3] for r in invented)} of "
+        f"{len(invented)} invented figures flagged, {sum(r[3] for r in true)} of {len(true)} "
+        "true figures flagged"
+    )
+    for task, written, bad, flagged in rows:
+        print(f"  {task:<12}{written:<16}{'invented' if bad else 'true':<10}{flagged}")
 
 
 def report(model: str, results: list[Result]) -> None:
     print(f"\nModel: {model}")
-    print(f"{'task':<20}{'ok':<5}{'status':<11}{'calls':>6}{'tokens':>8}{'seconds':>9}{'rej':>5}")
+    print(
+        f"{'task':<20}{'ok':<5}{'status':<11}{'calls':>6}{'tokens':>8}{'prompt':>8}"
+        f"{'reused':>8}{'evaluated':>10}{'seconds':>9}{'rej':>5}"
+    )
     for r in results:
         mark = "yes" if r.ok else "no"
         print(
-            f"{r.task:<20}{mark:<5}{r.status:<11}{r.calls:>6}{r.tokens:>8}{r.seconds:>9.1f}"
-            f"{r.rejected:>5}"
+            f"{r.task:<20}{mark:<5}{r.status:<11}{r.calls:>6}{r.tokens:>8}{r.prompt:>8}"
+            f"{r.reused:>8}{r.prompt - r.reused:>10}{r.seconds:>9.1f}{r.rejected:>5}"
         )
     solved = sum(r.ok for r in results)
     clear = all(r.status in ("completed", "failed") for r in results)
+    prompt, reused = sum(r.prompt for r in results), sum(r.reused for r in results)
     print(
         f"\nSuccess: {solved}/{len(results)}; model calls {sum(r.calls for r in results)}, "
         f"tokens {sum(r.tokens for r in results)}, "
         f"seconds {sum(r.seconds for r in results):.0f} "
-        f"(per task: {sum(r.seconds for r in results) / max(1, len(results)):.0f})"
+        f"(per task: mean {sum(r.seconds for r in results) / max(1, len(results)):.0f}, "
+        f"median {statistics.median([r.seconds for r in results] or [0]):.0f})"
     )
+    print(
+        f"Prompt tokens {prompt}: reused from the server's cache {reused} "
+        f"({reused / max(1, prompt):.0%}), evaluated {prompt - reused}"
+    )
+    kinds: dict[str, list[int]] = {}
+    for r in results:
+        for kind, row in r.kinds.items():
+            kinds[kind] = [a + b for a, b in zip(kinds.get(kind, [0, 0, 0, 0]), row, strict=True)]
+    print(f"{'call kind':<26}{'calls':>6}{'prompt':>8}{'reused':>8}{'evaluated':>10}{'output':>8}")
+    for kind, (calls, p, c, out) in sorted(kinds.items(), key=lambda item: -item[1][1]):
+        print(f"{kind:<26}{calls:>6}{p:>8}{c:>8}{p - c:>10}{out:>8}")
+    figure_audit(results)
     print(f"Every run ended with a clear final status: {'yes' if clear else 'no'}")
     print(
         "Replies rejected twice for the same reason: "
@@ -250,17 +324,92 @@ def model_of(args: argparse.Namespace) -> OpenAICompatibleLLM | StagedLLM:
         "timeout_per_1k_tokens": args.timeout_per_1k,
         "max_retries": 1,
     }
-    main = OpenAICompatibleLLM(base_url=args.base_url, model=args.model, **options)
+    slots = 0 if args.slots == "off" else "auto" if args.slots == "auto" else int(args.slots)
+    main = OpenAICompatibleLLM(base_url=args.base_url, model=args.model, slots=slots, **options)
     if not args.small_model:
         return main
     small_url = args.small_base_url or args.base_url
-    return StagedLLM(
-        main, OpenAICompatibleLLM(base_url=small_url, model=args.small_model, **options)
+    small = OpenAICompatibleLLM(base_url=small_url, model=args.small_model, slots=slots, **options)
+    return StagedLLM(main, small)
+
+
+def snapshot(ref: str) -> Path:
+    """The repository as the commit `ref` had it, unpacked once under the temporary directory
+    (git archive: the working tree and the repository stay as they are); a directory given as
+    `ref` is taken as such a copy."""
+    if Path(ref).is_dir():
+        return Path(ref)
+    root = Path(__file__).resolve().parents[1]
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", ref], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    target = Path(tempfile.gettempdir()) / f"poweron-{commit}"
+    if not (target / "bench" / "real_model.py").exists():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "archive", commit], cwd=root, capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def run_before(tree: Path, task: str, args: argparse.Namespace) -> Result | None:
+    """One task as the snapshot's own bench runs it (a subprocess, its code only)."""
+    out = Path(tempfile.mkstemp(suffix=".json")[1])
+    command = [
+        sys.executable,
+        str(tree / "bench" / "real_model.py"),
+        *("--base-url", args.base_url, "--model", args.model, "--api-key", args.api_key),
+        *("--timeout", str(args.timeout), "--timeout-per-1k", str(args.timeout_per_1k)),
+        *("--max-steps", str(args.max_steps), "--seconds", str(args.seconds)),
+        *("--only", task, "--json", str(out)),
+    ]
+    if args.small_model:
+        command += ["--small-model", args.small_model]
+        command += ["--small-base-url", args.small_base_url or args.base_url]
+    done = subprocess.run(command, cwd=tree, capture_output=True, text=True)
+    try:
+        rows = json.loads(out.read_text() or "[]")
+    except ValueError:
+        rows = []
+    out.unlink(missing_ok=True)
+    if not rows:
+        print(f"   before: no result ({done.stderr.strip()[-300:]})", flush=True)
+        return None
+    known = {k: v for k, v in rows[0].items() if k in Result.__dataclass_fields__}
+    return Result(**known)
+
+
+def side_by_side(ref: str, before: list[Result], after: list[Result]) -> None:
+    """Each task before (the commit `ref`) and after (now), and the medians."""
+    print(f"\nBefore ({ref}) and after (now), same server and run:")
+    print(
+        f"{'task':<20}{'ok':>4}{'calls':>6}{'seconds':>9}  |{'ok':>4}{'calls':>6}"
+        f"{'seconds':>9}{'reused':>8}{'evaluated':>10}"
     )
+    rows = {r.task: r for r in before}
+    for r in after:
+        b = rows.get(r.task)
+        head = f"{b.ok!s:>4}{b.calls:>6}{b.seconds:>9.1f}" if b else f"{'-':>19}"
+        print(
+            f"{r.task:<20}{head}  |{r.ok!s:>4}{r.calls:>6}{r.seconds:>9.1f}{r.reused:>8}"
+            f"{r.prompt - r.reused:>10}"
+        )
+    if before:
+        median_before = statistics.median(r.seconds for r in before)
+        median_after = statistics.median(r.seconds for r in after)
+        print(
+            f"Median seconds per task: before {median_before:.0f}, after {median_after:.0f} "
+            f"({median_after / max(median_before, 0.001):.2f}x); solved before "
+            f"{sum(r.ok for r in before)}/{len(before)}, after {sum(r.ok for r in after)}/"
+            f"{len(after)}"
+        )
 
 
 async def main(args: argparse.Namespace) -> list[Result]:
     results: list[Result] = []
+    before: list[Result] = []
+    tree = snapshot(args.before) if args.before else None
     with TestWebsite() as site:
         settings = {
             "allow_hosts": site.origin,
@@ -272,15 +421,25 @@ async def main(args: argparse.Namespace) -> list[Result]:
             for task in suite(site):  # type: ignore[arg-type]
                 if args.only and task.name not in args.only:
                     continue
+                if tree is not None and (earlier := run_before(tree, task.name, args)):
+                    before.append(earlier)
+                    print(
+                        f"{task.name} before: {'ok' if earlier.ok else 'not ok'} "
+                        f"({earlier.status}, {earlier.calls} calls, {earlier.seconds:.0f} s)",
+                        flush=True,
+                    )
                 result = await run_task(task, llm, settings, args)
                 print(
                     f"{task.name}: {'ok' if result.ok else 'not ok'} ({result.status}, "
-                    f"{result.calls} calls, {result.seconds:.0f} s) "
+                    f"{result.calls} calls, {result.seconds:.0f} s, prompt tokens reused "
+                    f"{result.reused}/{result.prompt}) "
                     f"answer: {' '.join(result.answer.split())[:160]!r}",
                     flush=True,
                 )
                 results.append(result)
     report(args.model + (f" + {args.small_model} (small)" if args.small_model else ""), results)
+    if tree is not None:
+        side_by_side(args.before, before, results)
     return results
 
 
@@ -302,12 +461,31 @@ if __name__ == "__main__":
     parser.add_argument(
         "--seconds", type=float, default=900, help="Time budget of each task's round."
     )
+    parser.add_argument(
+        "--slots",
+        default="auto",
+        help="The server's slots for prefix reuse: auto (ask llama.cpp's /props), off, or N.",
+    )
+    parser.add_argument(
+        "--before",
+        help="Run each task first as this commit had it (side by side), e.g. HEAD~3, or as "
+        "a copy of the repository in this directory has it.",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="Run the suite this many times.")
     parser.add_argument("--json", type=Path, help="Also write the results here.")
     parser.add_argument("--verbose", action="store_true", help="Print each task's events.")
     arguments = parser.parse_args()
     if not arguments.base_url or not arguments.model:
         print(HOW_TO_START)
         sys.exit(2)
-    done = asyncio.run(main(arguments))
+    done: list[Result] = []
+    for run in range(arguments.repeat):
+        if arguments.repeat > 1:
+            print(f"\n=== Run {run + 1} of {arguments.repeat}", flush=True)
+        done += asyncio.run(main(arguments))
+    if arguments.repeat > 1:
+        per_run = len(done) // arguments.repeat
+        solved = [sum(r.ok for r in done[i : i + per_run]) for i in range(0, len(done), per_run)]
+        print(f"\nSolved per run: {', '.join(f'{n}/{per_run}' for n in solved)}")
     if arguments.json:
         arguments.json.write_text(json.dumps([r.__dict__ for r in done], indent=2))

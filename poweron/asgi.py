@@ -22,7 +22,10 @@ application = ProtocolTypeRouter(
         # /mcp: the MCP server (streamable HTTP); everything else: Django.
         "http": mcp_endpoint.mount(BodyLimitMiddleware(django_asgi_app)),
         # Only pages of the app's own origin (scheme, host and port) or CSRF_TRUSTED_ORIGINS.
-        "websocket": OriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # URLRouter's stubs want their own pattern type, which path() (typed for views) is not.
+        "websocket": OriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
+        ),
     }
 )
 

@@ -29,6 +29,9 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Any, Any, Any], Awaitable[None]]
+"""Any ASGI app (Django's handler types its scope as a dict and its messages as Mappings,
+the MCP SDK's as MutableMappings: the middleware passes them through as they come)."""
 
 
 def body_limit() -> int:
@@ -69,7 +72,7 @@ class BodyLimitMiddleware:
     """ASGI middleware: 413 before receiving a body whose declared length is too large,
     and as soon as a streamed body grows past the limit."""
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+    def __init__(self, app: App) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -152,7 +155,7 @@ class LimitedMixin:
             self.content = io.BytesIO()  # stays empty: Twisted closes it with the request
             self._refuse()
             return
-        super().gotLength(length)  # type: ignore[misc]
+        super().gotLength(length)  # type: ignore[misc]  # a mixin: Twisted's Request is next
 
     def handleContentChunk(self, data: bytes) -> None:
         if self._refused:
@@ -162,13 +165,13 @@ class LimitedMixin:
             self.content.close()
             self._refuse()
             return
-        super().handleContentChunk(data)  # type: ignore[misc]
+        super().handleContentChunk(data)  # type: ignore[misc]  # a mixin, as above
 
     def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
         if self._refused:
             self.channel.transport.loseConnection()
             return
-        super().requestReceived(command, path, version)  # type: ignore[misc]
+        super().requestReceived(command, path, version)  # type: ignore[misc]  # as above
 
     def _refuse(self) -> None:
         from twisted.internet import reactor
@@ -186,4 +189,5 @@ class LimitedMixin:
         ).encode()
         transport = self.channel.transport
         transport.write(head + body)
-        reactor.callLater(LINGER_SECONDS, transport.loseConnection)  # type: ignore[attr-defined]
+        # zope declares IReactorTime's methods without self: mypy reads the delay as `self`.
+        reactor.callLater(LINGER_SECONDS, transport.loseConnection)  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.utils.safestring import SafeString, mark_safe
 from django.views.debug import ExceptionReporter, SafeExceptionReporterFilter
 
 HIDDEN = re.compile(
@@ -65,11 +66,11 @@ class SecretSafeReporter(ExceptionReporter):
     """Django's report, with every secret value the site knows struck wherever it shows (a
     variable's repr, an exception's message, a URL)."""
 
-    def get_traceback_html(self) -> str:
-        return strike(super().get_traceback_html(), escaped=True)
+    def get_traceback_html(self) -> SafeString:
+        return mark_safe(strike(super().get_traceback_html(), escaped=True))
 
-    def get_traceback_text(self) -> str:
-        return strike(super().get_traceback_text(), escaped=False)
+    def get_traceback_text(self) -> SafeString:
+        return mark_safe(strike(super().get_traceback_text(), escaped=False))
 
 
 def known_secrets() -> set[str]:

@@ -10,6 +10,7 @@ from Django's SecurityMiddleware and XFrameOptionsMiddleware.
 from __future__ import annotations
 
 from django.conf import settings
+from django.http import HttpRequest, HttpResponseBase
 from django.utils.deprecation import MiddlewareMixin
 
 CONTENT_SECURITY_POLICY = "; ".join(
@@ -47,7 +48,9 @@ class SecurityHeadersMiddleware(MiddlewareMixin):
     """Adds the Content-Security-Policy and Permissions-Policy to every response (sync and
     async alike, so it costs ASGI requests no thread hop)."""
 
-    def process_response(self, request, response):
+    def process_response(
+        self, request: HttpRequest, response: HttpResponseBase
+    ) -> HttpResponseBase:
         # Django's debug error pages (DEBUG only) are styled and scripted inline.
         if not (settings.DEBUG and response.status_code >= 400):
             response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)

@@ -7,9 +7,14 @@ import secrets
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TypeVar, overload
 
 import dj_database_url
+import django_stubs_ext
+
+# The generic classes of Django that the code subscripts as its types say (ModelAdmin[Model],
+# ModelForm[Model], a field's value types) accept a subscript at run time too.
+django_stubs_ext.monkeypatch(include_builtins=False)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("POWERON_VAR_DIR", BASE_DIR / "var"))
@@ -28,22 +33,34 @@ def env_int(name: str, default: int, *, low: int | None = None, high: int | None
     return _env_number(name, default, int, "an integer", low, high)
 
 
+@overload
 def env_float(
-    name: str, default: Any, *, low: float | None = None, high: float | None = None
-) -> Any:
+    name: str, default: float, *, low: float | None = None, high: float | None = None
+) -> float: ...
+@overload
+def env_float(
+    name: str, default: None, *, low: float | None = None, high: float | None = None
+) -> float | None: ...
+def env_float(
+    name: str, default: float | None, *, low: float | None = None, high: float | None = None
+) -> float | None:
     """Read a number variable (e.g. seconds), naming it when it is not a number or not within
     bounds."""
     return _env_number(name, default, float, "a number", low, high)
 
 
+_Default = TypeVar("_Default")
+_Number = TypeVar("_Number", int, float)
+
+
 def _env_number(
     name: str,
-    default: Any,
-    parse: Callable[[str], Any],
+    default: _Default,
+    parse: Callable[[str], _Number],
     what: str,
     low: float | None = None,
     high: float | None = None,
-) -> Any:
+) -> _Number | _Default:
     value = os.environ.get(name, "").strip()
     if not value:
         return default
@@ -302,6 +319,9 @@ POWERON_MAX_RUNS_PER_USER = env_int("POWERON_MAX_RUNS_PER_USER", 4, low=0)
 # uploaded, and messages that start a round. 0: no limit.
 POWERON_MAX_UPLOADS_PER_HOUR = env_int("POWERON_MAX_UPLOADS_PER_HOUR", 100, low=0)
 POWERON_MAX_ROUNDS_PER_HOUR = env_int("POWERON_MAX_ROUNDS_PER_HOUR", 60, low=0)
+# Commands that store or send an event (feedback, steering notes, renames, answers) one user
+# may give in any minute, from every page, socket and program together. 0: no limit.
+POWERON_COMMANDS_PER_MINUTE = env_int("POWERON_COMMANDS_PER_MINUTE", 30, low=0)
 # A viewer that heard nothing for this long asks the database for events the layer dropped.
 POWERON_CATCH_UP_SECONDS = env_float("POWERON_CATCH_UP_SECONDS", 3.0, low=0.05)
 

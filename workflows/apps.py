@@ -1,4 +1,15 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from django.apps import AppConfig
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.http import HttpRequest
+
+    from workflows.models import ChatDocument
 
 
 class WorkflowsConfig(AppConfig):
@@ -20,7 +31,7 @@ class WorkflowsConfig(AppConfig):
         )
 
 
-def sqlite_lower(sender, connection, **kwargs) -> None:
+def sqlite_lower(sender: object, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
     """Give SQLite a LOWER that knows every alphabet (its own folds only ASCII), for the
     sidebar's search (`selectors.Lowered`)."""
     if connection.vendor == "sqlite":
@@ -30,7 +41,7 @@ def sqlite_lower(sender, connection, **kwargs) -> None:
         )  # fmt: skip
 
 
-def delete_document_file(sender, instance, **kwargs) -> None:
+def delete_document_file(sender: object, instance: ChatDocument, **kwargs: Any) -> None:
     """A document's file goes with its row, however the row goes (a workflow deleted in the
     app or in admin, its owner's account deleted): once the deletion is committed, so a
     rollback keeps both, and a failure to remove the file is logged, not raised."""
@@ -41,7 +52,12 @@ def delete_document_file(sender, instance, **kwargs) -> None:
         transaction.on_commit(lambda: file.delete(save=False), robust=True)
 
 
-def close_sockets_on_sign_out(sender, request, user, **kwargs) -> None:
+def close_sockets_on_sign_out(
+    sender: object,
+    request: HttpRequest | None,
+    user: AbstractBaseUser | AnonymousUser | None,
+    **kwargs: Any,
+) -> None:
     """A sign-out closes the live sockets opened under that session (in every process)."""
     from asgiref.sync import async_to_sync
 

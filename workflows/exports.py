@@ -92,13 +92,14 @@ def workflow_as_markdown(workflow: ChatWorkflow) -> str:
                 if found.reason:  # why it ended so: what was not done
                     lines += [f"> {as_text(' '.join(found.reason.split()))}", ""]
         if message.role == message.Role.ACTION:
-            outcome = {True: "✓", False: "✗"}.get(message.success, "·")
+            marks: dict[bool | None, str] = {True: "✓", False: "✗"}
+            outcome = marks.get(message.success, "·")
             lines.append(
                 f"### {outcome} Task {message.task}, action {message.action}: "
                 f"`{message.action_full_name}`"
             )
-            if found := spend.steps.get((message.round, message.task, message.action)):
-                lines.append(f"_{telemetry(found)}_")
+            if step := spend.steps.get((message.round, message.task, message.action)):
+                lines.append(f"_{telemetry(step)}_")
             if message.summary:
                 lines.append(f"_{message.summary}_")
         elif message.role == message.Role.USER and message.reruns:
@@ -132,7 +133,8 @@ def steps_without_message(
     recorded = {(m.round, m.task, m.action) for m in messages if m.role == m.Role.ACTION}
     written: dict[tuple[int, int, int], list[Any]] = {}
     for document in workflow.documents.filter(message=None, key__isnull=False):
-        round, task, action, _ = (int(part) for part in document.key.split(":"))
+        key = document.key or ""  # filtered on: never empty here
+        round, task, action, _ = (int(part) for part in key.split(":"))
         written.setdefault((round, task, action), []).append(document)
     lines: dict[int | None, list[str]] = {}
     for (round, task, action), step in sorted(spend.steps.items()):

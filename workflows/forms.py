@@ -1,7 +1,9 @@
 """Forms of the chat."""
 
+from __future__ import annotations
+
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django import forms
@@ -10,8 +12,11 @@ from django.conf import settings
 from .models import ChatWorkflow, Connection
 from .sealing import is_unreadable
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-class WorkflowCreateForm(forms.ModelForm):
+
+class WorkflowCreateForm(forms.ModelForm[ChatWorkflow]):
     """A new workflow: its mode and step limit; the title comes from the first message."""
 
     class Meta:
@@ -24,7 +29,7 @@ class WorkflowCreateForm(forms.ModelForm):
         self.fields["max_steps"].widget.attrs.update(min=1, max=50)  # what clean_max_steps allows
 
     def clean_max_steps(self) -> int:
-        steps = self.cleaned_data["max_steps"]
+        steps: int = self.cleaned_data["max_steps"]
         if not 1 <= steps <= 50:
             raise forms.ValidationError("Choose between 1 and 50 steps per task.")
         return steps
@@ -117,7 +122,7 @@ class McpChecks:
             )
 
 
-class ConnectionForm(McpChecks, forms.ModelForm):
+class ConnectionForm(McpChecks, forms.ModelForm[Connection]):
     """A user's own provider credential, or their own MCP server (streamable HTTP, with an
     optional bearer token). The secret is write-only: never shown again."""
 
@@ -146,7 +151,7 @@ class ConnectionForm(McpChecks, forms.ModelForm):
             "tools are named after it (my-wiki → my_wiki.search).",
         }
 
-    def __init__(self, *args, owner=None, **kwargs):
+    def __init__(self, *args: Any, owner: User | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.owner = owner
         if self.editing:  # the label names the tools and the kind what the secret is for
@@ -160,14 +165,15 @@ class ConnectionForm(McpChecks, forms.ModelForm):
         return self.instance.pk is not None
 
     def clean_label(self) -> str:
-        label = self.cleaned_data["label"]
+        label: str = self.cleaned_data["label"]
         others = Connection.objects.filter(owner=self.owner, label=label)
         if others.exclude(pk=self.instance.pk).exists():
             raise forms.ValidationError("You already have a connection with this label.")
         return label
 
-    def clean(self) -> dict:
+    def clean(self) -> dict[str, Any]:
         data = super().clean()
+        assert data is not None  # a ModelForm's clean() returns its cleaned_data
         kind, url = data.get("kind"), data.get("url", "")
         if kind == "mcp":
             self.check_mcp(self.owner, data.get("label", ""), url)

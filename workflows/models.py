@@ -35,7 +35,8 @@ class ChatWorkflow(models.Model):
         COMPLETED = "completed", "Completed"
         FAILED = "failed", "Failed"
 
-    Mode = models.TextChoices("Mode", [(mode.upper(), (mode, mode.capitalize())) for mode in MODES])
+    # django-stubs types the functional API's members without their labels.
+    Mode = models.TextChoices("Mode", [(m.upper(), (m, m.capitalize())) for m in MODES])  # type: ignore[call-overload]
 
     ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING, Status.STOPPING)
 
@@ -224,6 +225,7 @@ class ChatDocument(models.Model):
             label=self.label,
             size=self.size,
             round=self.round,
+            # Ignored for mypy below: a CharField whose choices are DocumentRef's sources.
             source=self.source,  # type: ignore[arg-type]
             sourceUrl=self.source_url or None,
         )
@@ -283,11 +285,14 @@ class StepRecord(WorkflowEvent):
 class RateMark(models.Model):
     """A round started or a file uploaded in a workflow that was deleted since: the hourly
     limits still count it (they count the rows a round or an upload leaves, which go with
-    their workflow). Marks older than the limits' hour are dropped as new ones are added."""
+    their workflow); and each command that stores or sends an event (feedback, a steering
+    note, a rename, an answer), which the per-minute limit counts. Marks older than their
+    limit's window are dropped as new ones are added."""
 
     class Kind(models.TextChoices):
         ROUND = "round", "Round started"
         UPLOAD = "upload", "File uploaded"
+        COMMAND = "command", "Command sent"
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="rate_marks"

@@ -47,16 +47,18 @@ def table_prices(model: str, *, base_url: str = "", at: datetime | None = None) 
     from genai_prices import Usage, calc_price
 
     nothing = Usage(input_tokens=0, output_tokens=0)
-    when = {"genai_request_timestamp": at or datetime.now(tz=UTC)}
+    when = at or datetime.now(tz=UTC)
     found = None
     if base_url:
         try:
-            found = calc_price(nothing, model, provider_api_url=base_url, **when)
+            found = calc_price(
+                nothing, model, provider_api_url=base_url, genai_request_timestamp=when
+            )
         except LookupError:
             found = None  # a server the table does not know (self-hosted, a proxy)
     if found is None:
         try:
-            found = calc_price(nothing, model, **when)
+            found = calc_price(nothing, model, genai_request_timestamp=when)
         except LookupError:
             return None
     table = found.model_price

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -14,6 +15,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from .models import ChatDocument, ChatMessage, ChatWorkflow, RateMark
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 WINDOW = timedelta(hours=1)
 
@@ -30,7 +34,45 @@ class Refusal(str):
         return refusal
 
 
-def hold(user) -> None:
+COMMAND_WINDOW = timedelta(minutes=1)
+
+
+class Limited(Exception):
+    """A per-user limit refuses; `refusal` says why, `retry_after` in how many seconds."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal)
+        self.refusal = refusal
+        self.retry_after = refusal.retry_after or 60
+
+
+def take_command(owner_id: int, limit: int) -> None:
+    """Count one command of the owner that stores or sends an event (feedback, a steering
+    note, a rename, an answer) against `limit` a minute (0: no limit), under their lock, in
+    the caller's transaction or one of its own; raises Limited when the minute is full."""
+    if not limit:
+        return
+    with transaction.atomic():
+        hold(get_user_model()(pk=owner_id))
+        now = timezone.now()
+        marks = RateMark.objects.filter(owner_id=owner_id, kind=RateMark.Kind.COMMAND)
+        marks.filter(created__lt=now - COMMAND_WINDOW).delete()
+        times = sorted(marks.values_list("created", flat=True))
+        if len(times) >= limit:
+            oldest = times[len(times) - limit]
+            seconds = max(1, math.ceil((oldest + COMMAND_WINDOW - now).total_seconds()))
+            raise Limited(
+                Refusal(
+                    f"Too many changes at once: at most {limit} a minute (feedback, steering "
+                    f"notes, renames, answers). Try again in {seconds} "
+                    f"second{'s' if seconds != 1 else ''}.",
+                    seconds,
+                )
+            )
+        RateMark.objects.create(owner_id=owner_id, kind=RateMark.Kind.COMMAND, created=now)
+
+
+def hold(user: User) -> None:
     """Take the user's lock until the current transaction ends: what counts their rows and
     what inserts them, in another process or thread, waits for it, so parallel requests
     cannot all count the same hour. A row lock on PostgreSQL; on SQLite the transaction
@@ -40,7 +82,7 @@ def hold(user) -> None:
     list(users.values_list("pk", flat=True))
 
 
-def upload_refusal(*, user, adding: int, limit: int) -> Refusal | None:
+def upload_refusal(*, user: User, adding: int, limit: int) -> Refusal | None:
     """Why `adding` more files may not be uploaded now (None: they may; `limit` 0: no
     limit)."""
     if not limit:
@@ -57,7 +99,7 @@ def upload_refusal(*, user, adding: int, limit: int) -> Refusal | None:
     return Refusal(f"Upload limit reached: at most {files} an hour. {wait}", wait.retry_after)
 
 
-def round_refusal(*, user, limit: int) -> Refusal | None:
+def round_refusal(*, user: User, limit: int) -> Refusal | None:
     """Why the user may not start another round now (None: they may; `limit` 0: no
     limit)."""
     if not limit:
@@ -75,7 +117,7 @@ def round_refusal(*, user, limit: int) -> Refusal | None:
     return Refusal(text, wait.retry_after)
 
 
-def _times(recent: QuerySet, user, kind: str) -> list[datetime]:
+def _times(recent: QuerySet[Any], user: User, kind: str) -> list[datetime]:
     """When each counted row and each mark of a deleted workflow's of the last hour was
     made, oldest first."""
     since = timezone.now() - WINDOW

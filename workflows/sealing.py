@@ -16,6 +16,7 @@ from typing import Any
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.db import models
+from django.db.models.expressions import Combinable
 from django.utils.crypto import salted_hmac
 
 PREFIX = "sealed:v1:"
@@ -75,7 +76,7 @@ def is_unreadable(secret: str) -> bool:
     return isinstance(secret, UnreadableSecret)
 
 
-class SealedTextField(models.TextField):
+class SealedTextField(models.TextField[str | Combinable, str]):
     """A text column whose values are sealed in the database and clear in Python. Not for
     lookups: each sealing of the same text differs."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import (
     Count,
@@ -25,8 +25,11 @@ from workflows.engine.records.events import ApprovalEvent, AskEvent, UsageEvent
 
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection, WorkflowEvent
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def workflow_list(*, user) -> QuerySet[ChatWorkflow]:
+
+def workflow_list(*, user: User) -> QuerySet[ChatWorkflow]:
     """The user's workflows, newest activity first."""
     return ChatWorkflow.objects.filter(owner=user)
 
@@ -42,7 +45,7 @@ class Lowered(Func):
         return super().as_sql(compiler, connection, function="POWERON_LOWER", **extra)
 
 
-def workflow_search(*, user, query: str) -> QuerySet[ChatWorkflow]:
+def workflow_search(*, user: User, query: str) -> QuerySet[ChatWorkflow]:
     """The user's workflows whose title or any message (text or summary) holds every word of
     `query` (case-insensitive, for every alphabet), newest activity first; all of them for an
     empty query."""
@@ -77,7 +80,7 @@ def rounds_hidden(*, message: ChatMessage) -> range:
     return range(start, message.round)
 
 
-def workflow_get(*, user, workflow_id: int) -> ChatWorkflow:
+def workflow_get(*, user: User, workflow_id: int) -> ChatWorkflow:
     """One of the user's workflows, or 404."""
     return get_object_or_404(ChatWorkflow, pk=workflow_id, owner=user)
 
@@ -110,7 +113,7 @@ def message_list(*, workflow: ChatWorkflow) -> QuerySet[ChatMessage]:
     return workflow.messages.prefetch_related("documents")
 
 
-def document_get(*, user, workflow_id: int, document_id: int) -> ChatDocument:
+def document_get(*, user: User, workflow_id: int, document_id: int) -> ChatDocument:
     """One of the user's documents, or 404."""
     return get_object_or_404(
         ChatDocument, pk=document_id, workflow_id=workflow_id, workflow__owner=user
@@ -163,25 +166,25 @@ def waiting_for_user(*, workflow_ids: Iterable[int]) -> set[int]:
     }
 
 
-def connection_kinds(*, user) -> set[str]:
+def connection_kinds(*, user: User) -> set[str]:
     """The kinds of provider the user holds a connection for (never the secrets)."""
     return set(Connection.objects.filter(owner=user).values_list("kind", flat=True))
 
 
-def usable_connections(*, user) -> list[Connection]:
+def usable_connections(*, user: User) -> list[Connection]:
     """The user's connections a round may use: those whose secret, if any, still opens (one
     the site's keys no longer open sits out until its owner enters it again)."""
     return [c for c in Connection.objects.filter(owner=user) if not c.needs_secret_again]
 
 
-def connection_list(*, user) -> QuerySet[Connection]:
+def connection_list(*, user: User) -> QuerySet[Connection]:
     """The user's connections; templates show label and kind, never the secret."""
     return Connection.objects.filter(owner=user).only(
         "id", "label", "kind", "url", "secret", "created"
     )
 
 
-def connection_get(*, user, connection_id: int) -> Connection:
+def connection_get(*, user: User, connection_id: int) -> Connection:
     """One of the user's connections, or 404."""
     return get_object_or_404(Connection, pk=connection_id, owner=user)
 

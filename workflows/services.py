@@ -6,8 +6,9 @@ import hashlib
 import re
 import uuid
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import F
@@ -21,9 +22,16 @@ from workflows.events.log import event_append
 from . import media_types, rates
 from .models import ChatDocument, ChatMessage, ChatWorkflow, Connection
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 
 def workflow_create(
-    *, owner, title: str = "", mode: str = ChatWorkflow.Mode.REACT, max_steps: int | None = None
+    *,
+    owner: User,
+    title: str = "",
+    mode: str = ChatWorkflow.Mode.REACT,
+    max_steps: int | None = None,
 ) -> ChatWorkflow:
     """Create an idle workflow for `owner`."""
     workflow = ChatWorkflow(owner=owner, title=title.strip()[:200], mode=mode)
@@ -101,12 +109,16 @@ def document_upload(
     )
 
 
-def message_create(*, workflow: ChatWorkflow, role: str, content: str = "", **fields: Any):
+def message_create(
+    *, workflow: ChatWorkflow, role: str, content: str = "", **fields: Any
+) -> ChatMessage:
     """Store a message of a workflow."""
     return ChatMessage.objects.create(workflow=workflow, role=role, content=content, **fields)
 
 
-def connection_create(*, owner, label: str, kind: str, secret: str, url: str = "") -> Connection:
+def connection_create(
+    *, owner: User, label: str, kind: str, secret: str, url: str = ""
+) -> Connection:
     """Store a user's credential under a label unique to them (with its server's URL for an
     MCP server of their own)."""
     connection = Connection(owner=owner, label=label, kind=kind, secret=secret, url=url)
@@ -128,15 +140,17 @@ def connection_update(*, connection: Connection, url: str, secret: str = "") -> 
 
 def message_feedback(*, message: ChatMessage, rating: int, comment: str = "") -> Envelope:
     """Record a user's thumbs up (1) or down (-1) on an answer, with its event: every open
-    page of the workflow, and every later reload, shows the rating chosen."""
+    page of the workflow, and every later reload, shows the rating chosen. Counted against
+    the owner's commands a minute (rates.Limited)."""
     with transaction.atomic():
+        rates.take_command(message.workflow.owner_id, settings.POWERON_COMMANDS_PER_MINUTE)
         message.feedback = rating
         message.feedback_comment = comment.strip()
         message.save(update_fields=["feedback", "feedback_comment"])
         event = FeedbackEvent(
             round=message.round,
             messageId=message.pk,
-            rating=rating,  # type: ignore[arg-type]
+            rating=rating,  # type: ignore[arg-type]  # the command checked it is 1 or -1
             comment=message.feedback_comment,
         )
         return event_append(workflow_id=message.workflow_id, event=event)
@@ -224,7 +238,7 @@ def upload_copy(upload: ChatDocument, *, message: ChatMessage) -> ChatDocument:
 def round_open(
     *,
     workflow_id: int,
-    owner,
+    owner: User,
     text: str,
     document_ids: list[int],
     queued: bool = False,
@@ -247,8 +261,8 @@ def round_open(
         rates.hold(owner)  # a round opened in parallel counts, for every limit below
         if refusal := rates.round_refusal(user=owner, limit=max_rounds_per_hour):
             raise RateLimited(refusal)
-        if refusal := not_open(workflow_id, owner):  # before its uploads: a second click of
-            raise WorkflowBusy(refusal)  # Send says "running", not "attach the file again"
+        if busy := not_open(workflow_id, owner):  # before its uploads: a second click of
+            raise WorkflowBusy(busy)  # Send says "running", not "attach the file again"
         if missing := not_pending_uploads(workflow_id, document_ids):
             raise UploadsRefused(
                 f"Not an upload waiting for this workflow's next message: document "
@@ -332,9 +346,10 @@ def workflow_rename(*, workflow: ChatWorkflow, title: str) -> Envelope:
     title = " ".join(title.split())
     if not title:
         raise ValueError("A title cannot be empty.")
-    if len(title) > TITLE_CHARS:  # type: ignore[operator]
+    if len(title) > TITLE_CHARS:  # type: ignore[operator]  # a CharField's, never None
         raise ValueError(f"A title has at most {TITLE_CHARS} characters.")
     with transaction.atomic():
+        rates.take_command(workflow.owner_id, settings.POWERON_COMMANDS_PER_MINUTE)
         workflow.title = title
         workflow.save(update_fields=["title", "updated"])
         event = TitleEvent(round=0, title=title)
@@ -344,13 +359,13 @@ def workflow_rename(*, workflow: ChatWorkflow, title: str) -> Envelope:
 RUNNING = "This workflow is already running; stop it or wait for it."
 
 
-def not_open(workflow_id: int, owner: Any) -> str:
+def not_open(workflow_id: int, owner: User) -> str:
     """Why a round cannot open in the workflow now ("" when it can): deleted, stopping or
     running."""
-    status = ChatWorkflow.objects.filter(pk=workflow_id, owner=owner).values_list(
+    statuses = ChatWorkflow.objects.filter(pk=workflow_id, owner=owner).values_list(
         "status", flat=True
     )
-    match status.first():
+    match statuses.first():
         case None:
             return "This workflow was deleted; start a new one."
         case ChatWorkflow.Status.STOPPING:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.core.files import File
 from django.db import transaction
@@ -23,6 +24,9 @@ from django.utils.text import get_valid_filename
 from . import media_types, rates
 from .models import ChatDocument, ChatWorkflow
 from .services import PENDING_UPLOAD_LABEL, safe_name, upload_name
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class UploadLimited(Exception):
@@ -40,11 +44,11 @@ class Incoming:
 
     name: str
     mime_type: str
-    file: File
+    file: File[bytes]
 
 
 def store(
-    *, workflow: ChatWorkflow, owner, files: Sequence[Incoming], limit: int
+    *, workflow: ChatWorkflow, owner: User, files: Sequence[Incoming], limit: int
 ) -> list[ChatDocument]:
     """Store files for the workflow's next message, within the owner's hourly `limit` (0: no
     limit) however many uploads run at once; raises UploadLimited, storing nothing."""
@@ -59,7 +63,7 @@ def store(
 
 
 def reserve(
-    *, workflow: ChatWorkflow, owner, files: Sequence[Incoming], limit: int
+    *, workflow: ChatWorkflow, owner: User, files: Sequence[Incoming], limit: int
 ) -> list[ChatDocument]:
     """Count the owner's uploads of the hour and insert the files' rows, under their lock:
     the rows count for every upload after this one at once."""
@@ -85,7 +89,7 @@ def reserve(
         return documents
 
 
-def write(document: ChatDocument, file: File) -> None:
+def write(document: ChatDocument, file: File[bytes]) -> None:
     """Write a reserved document's file to storage a chunk at a time, with its digest."""
     digest = hashlib.sha256()
     size = 0

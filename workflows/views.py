@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
@@ -22,10 +22,13 @@ from django.views.decorators.http import require_POST
 from workflows.events import broadcast
 from workflows.tools.documents import parse as extract
 
-from . import exports, media_types, selectors, services, uploads
+from . import exports, media_types, rates, selectors, services, uploads
 from .execution import tools_panel
 from .forms import ConnectionForm, WorkflowCreateForm
 from .models import ChatWorkflow
+
+if TYPE_CHECKING:
+    from workflows.signed_in import SignedInRequest
 
 
 def app_not_found(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
@@ -43,7 +46,7 @@ def app_not_found(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRe
     return wrapped
 
 
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: SignedInRequest) -> HttpResponse:
     """The user's workflows and a form to start a new one."""
     return render(
         request,
@@ -56,7 +59,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def workflow_create(request: HttpRequest) -> HttpResponse:
+def workflow_create(request: SignedInRequest) -> HttpResponse:
     """Create a workflow with the chosen mode and step limit."""
     form = WorkflowCreateForm(request.POST)
     if not form.is_valid():
@@ -72,7 +75,7 @@ def workflow_create(request: HttpRequest) -> HttpResponse:
 
 
 @app_not_found
-def workflow_detail(request: HttpRequest, workflow_id: int) -> HttpResponse:
+def workflow_detail(request: SignedInRequest, workflow_id: int) -> HttpResponse:
     """One workflow and its stored messages."""
     workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
     return render(
@@ -91,7 +94,7 @@ def workflow_detail(request: HttpRequest, workflow_id: int) -> HttpResponse:
 
 
 @app_not_found
-def document_download(request: HttpRequest, workflow_id: int, document_id: int) -> FileResponse:
+def document_download(request: SignedInRequest, workflow_id: int, document_id: int) -> FileResponse:
     """Download one of the user's documents."""
     document = selectors.document_get(
         user=request.user, workflow_id=workflow_id, document_id=document_id
@@ -108,7 +111,7 @@ CHUNKED = "Send the files with the body's Content-Length: a chunked upload canno
 
 
 @require_POST
-def document_upload(request: HttpRequest, workflow_id: int) -> HttpResponse:
+def document_upload(request: SignedInRequest, workflow_id: int) -> HttpResponse:
     """Store files for the next message; they join the round that message opens."""
     workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
     if not request.META.get("CONTENT_LENGTH"):  # Django's form parser reads by the length
@@ -144,15 +147,11 @@ def upload_refusal(upload: UploadedFile, limit: int) -> str:
     type the document readers cannot read (the page says the last two when it is picked)."""
     if upload.size is not None and upload.size > limit:
         return f"{upload.name} is larger than {filesizeformat(limit)}."
-    if not upload.size:
-        return extract.EMPTY.format(name=upload.name)
-    if extract.detect_kind(upload.name or "", upload.content_type or "") is None:
-        return extract.UNREADABLE.format(name=upload.name)
-    return ""
+    return extract.refusal(upload.name or "", upload.content_type or "", upload.size)
 
 
 @require_POST
-def upload_discard(request: HttpRequest, workflow_id: int, document_id: int) -> HttpResponse:
+def upload_discard(request: SignedInRequest, workflow_id: int, document_id: int) -> HttpResponse:
     """Take back a file uploaded and not yet sent; its chip goes (an empty answer)."""
     workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
     if not services.upload_discard(workflow=workflow, document_id=document_id):
@@ -161,7 +160,7 @@ def upload_discard(request: HttpRequest, workflow_id: int, document_id: int) -> 
 
 
 @app_not_found
-def workflow_export(request: HttpRequest, workflow_id: int, fmt: str) -> HttpResponse:
+def workflow_export(request: SignedInRequest, workflow_id: int, fmt: str) -> HttpResponse:
     """The whole workflow as Markdown or JSON: messages, documents and the event timeline."""
     workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
     if fmt == "json":
@@ -176,7 +175,7 @@ def workflow_export(request: HttpRequest, workflow_id: int, fmt: str) -> HttpRes
     return response
 
 
-def connection_list(request: HttpRequest) -> HttpResponse:
+def connection_list(request: SignedInRequest) -> HttpResponse:
     """The user's connections (labels and kinds only) and a form to add one."""
     form = ConnectionForm(request.POST or None, owner=request.user)
     if request.method == "POST" and form.is_valid():
@@ -199,7 +198,7 @@ def connection_list(request: HttpRequest) -> HttpResponse:
 
 
 @app_not_found
-def connection_edit(request: HttpRequest, connection_id: int) -> HttpResponse:
+def connection_edit(request: SignedInRequest, connection_id: int) -> HttpResponse:
     """Change one of the user's connections: its server's URL, or its secret (a new token)."""
     connection = selectors.connection_get(user=request.user, connection_id=connection_id)
     form = ConnectionForm(request.POST or None, instance=connection, owner=request.user)
@@ -222,14 +221,14 @@ def connection_edit(request: HttpRequest, connection_id: int) -> HttpResponse:
 
 
 @require_POST
-def connection_delete(request: HttpRequest, connection_id: int) -> HttpResponse:
+def connection_delete(request: SignedInRequest, connection_id: int) -> HttpResponse:
     """Remove one of the user's connections."""
     selectors.connection_get(user=request.user, connection_id=connection_id).delete()
     return redirect("workflows:connections")
 
 
 @require_POST
-def workflow_delete(request: HttpRequest, workflow_id: int) -> HttpResponse:
+def workflow_delete(request: SignedInRequest, workflow_id: int) -> HttpResponse:
     """Delete one of the user's workflows (not while it runs)."""
     workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
     try:
@@ -243,13 +242,13 @@ def workflow_delete(request: HttpRequest, workflow_id: int) -> HttpResponse:
 
 
 @require_POST
-def workflow_rename(request: HttpRequest, workflow_id: int) -> HttpResponse:
+def workflow_rename(request: SignedInRequest, workflow_id: int) -> HttpResponse:
     """Rename one of the user's workflows: the new title (and the sidebar's) for HTMX, the
     page again otherwise; an empty or too long title is refused with a message."""
     workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
     try:
         renamed = services.workflow_rename(workflow=workflow, title=request.POST.get("title", ""))
-    except ValueError as error:
+    except (ValueError, rates.Limited) as error:
         if request.headers.get("HX-Request"):
             context = {"workflow": workflow, "error": str(error), "oob": True}  # by the box
             return render(request, "workflows/_title.html", context)
@@ -265,7 +264,7 @@ def workflow_rename(request: HttpRequest, workflow_id: int) -> HttpResponse:
 WAITING_LABEL = "Waiting for you"
 
 
-def workflow_statuses(request: HttpRequest) -> JsonResponse:
+def workflow_statuses(request: SignedInRequest) -> JsonResponse:
     """The statuses of some of the user's workflows (`ids`, comma-separated), for the
     sidebar, which follows every run this way: also those of workflows newer than `newer`
     (created since the page loaded). A run that waits for its user's answer or approval is
@@ -291,7 +290,7 @@ def workflow_statuses(request: HttpRequest) -> JsonResponse:
     )
 
 
-def workflow_search(request: HttpRequest) -> HttpResponse:
+def workflow_search(request: SignedInRequest) -> HttpResponse:
     """The sidebar's list of workflows matching `q` in their title or messages (HTMX swaps it
     in as the user types; without HTMX, the home page lists them)."""
     query = request.GET.get("q", "")[:200]

@@ -87,7 +87,8 @@ async def test_for_a_cache_the_instruction_of_each_call_kind_ends_the_system_mes
     """With stable schemas (a hosted provider), each kind's "## Now" instruction moves from
     the end of the user message to the end of the system message: two rounds with different
     requests then send byte-identical system messages for each kind, and only a pointer stays
-    after the request. Narrow schemas (a local model) keep the instruction last."""
+    after the request. Narrow schemas (a local server) move only how the answer is written
+    (under "## Answer format"), and keep what to do now last, where a small model reads it."""
     for request in ("Find facts about PowerOn", "Look up the weather in Oslo"):
         fake_openai.add(taskplan(request), select("web.search"), params(query=request), stop())
         fake_openai.add(f"Answer to {request}.")
@@ -105,8 +106,13 @@ async def test_for_a_cache_the_instruction_of_each_call_kind_ends_the_system_mes
             assert "## Now\n" in system_of(first) and system_of(first) == system_of(second)
             assert user.endswith('## Now\nAnswer as the system message says under "## Now".')
         else:
-            assert "## Now" not in system_of(first)
-            assert "Answer with one JSON object" in user.split("## Now")[1]
+            assert "## Now" not in system_of(first) and system_of(first) == system_of(second)
+            assert "## Answer format\nAnswer with one JSON object" in system_of(first)
+            now = user.split("## Now\n")[1]
+            assert "Answer with one JSON object" not in now
+            assert now.endswith(
+                'Write the answer as "## Answer format" in the system message says.'
+            )
 
 
 @pytest.mark.parametrize("kind", ["selection", "refinement", "answering refinement", "taskplan"])

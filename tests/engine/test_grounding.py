@@ -299,7 +299,7 @@ async def test_refine_stopping_a_single_task_writes_the_answer_without_a_call_of
     events = await collect(make_state(), llm)
     llm.assert_complete()
     assert [call.kind for call in llm.calls] == ["taskplan", "select", "parameters", "refine"]
-    assert '"answer": with "stop" and criteriaMet true' in llm.calls[-1].messages[-1]["content"]
+    assert '"answer": with "stop" and criteriaMet true' in llm.calls[-1].messages[0]["content"]
     answer = of(events, "message")[-1]
     assert answer.content == "PowerOn is a chat." and answer.status == "completed"
     assert [d.name for d in answer.documents] == ["search_results.json"]

@@ -6,6 +6,7 @@ import os
 
 from tests.engine.conftest import collect, make_state, of, params, review, select, stop, taskplan
 from workflows.engine.model.llm import OpenAICompatibleLLM
+from workflows.engine.prompting.prompts import ANSWER_FORMAT
 from workflows.engine.records.state import ConnectionInfo, HistoryEntry
 from workflows.engine.testing import MemoryStore
 
@@ -61,15 +62,20 @@ async def test_a_react_round_keeps_stage_two_minimal(fake_openai, llm, store) ->
 
 async def test_prompts_share_a_stable_prefix_across_calls_and_runs(fake_openai, llm) -> None:
     """Providers cache a prompt's prefix: every call that chooses actions starts with the same
-    system message (rules and catalog), in every run; Stage 2 sends no system message, the
-    answer its own, opening with a fixed line, before the user's words; within a step's calls
-    the user message changes only after the task's part."""
+    system message (rules and catalog), then how its kind's answer is written, in every run;
+    Stage 2 sends no system message, the answer its own, opening with a fixed line, before the
+    user's words; within a step's calls the user message changes only after the task's part."""
     for _ in range(2):
         fake_openai.add(taskplan("t"), select(), params(query="q"), stop(), "ok")
         await collect(make_state(), llm)
-    structured = [b["messages"] for b in fake_openai.requests if schema_name(b)]
-    systems = {m[0]["content"] for m in structured if m[0]["role"] == "system"}
-    assert len(systems) == 1 and "## Catalog" in next(iter(systems))
+    structured = [b for b in fake_openai.requests if schema_name(b)]
+    systems = [
+        b["messages"][0]["content"] for b in structured if b["messages"][0]["role"] == "system"
+    ]
+    heads = {system.partition(ANSWER_FORMAT)[0] for system in systems}
+    assert len(heads) == 1 and "## Catalog" in next(iter(heads))
+    kinds = {(schema_name(b), b["messages"][0]["content"]) for b in structured}
+    assert len(kinds) == len({schema_name(b) for b in structured})  # per kind, one system
     answers = [b["messages"] for b in fake_openai.requests if not schema_name(b)]
     assert len(answers) == 2 and all([m["role"] for m in a] == ["system", "user"] for a in answers)
     assert answers[0][0]["content"].startswith("You are PowerOn")

@@ -254,7 +254,7 @@ async def test_a_single_task_is_planned_with_the_task_plan_and_answered_with_its
     events = await collect(make_state(mode="actionplan"), llm, store=store)
     llm.assert_complete()
     assert [c.kind for c in llm.calls] == ["taskplan", "review"]
-    assert '"plan": with exactly one task' in llm.calls[0].messages[-1]["content"]
+    assert '"plan": with exactly one task' in llm.calls[0].messages[0]["content"]
     assert "docList:round1_task1_action1_extract" in llm.calls[0].messages[-1]["content"]
     review_prompt = llm.calls[1].messages[-1]["content"]
     assert review_prompt.startswith("## User request\nTell me about PowerOn.")

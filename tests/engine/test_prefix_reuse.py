@@ -116,7 +116,9 @@ async def test_a_step_reports_the_prompt_tokens_reused_and_evaluated(fake_openai
         "refine",
         "final",
     ]
-    assert all(u.cachedTokens == reused for u, (_, _, reused) in zip(usage, server.reuse))
+    assert all(
+        u.cachedTokens == reused for u, (_, _, reused) in zip(usage, server.reuse, strict=True)
+    )
     assert usage[2].cachedTokens > 0 and usage[4].cachedTokens > usage[2].cachedTokens / 2
     assert usage[3].cachedTokens > 0  # Stage 2's instructions, from the first Stage 2 call
     closed = [e for e in of(events, "step") if e.status != "started"]

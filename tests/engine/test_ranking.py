@@ -20,7 +20,7 @@ from tests.engine.conftest import (
 )
 from tests.support.mcp_server import SUBJECTS
 from workflows.engine.prompting import ranking
-from workflows.engine.prompting.prompts import render_catalog
+from workflows.engine.prompting.prompts import ANSWER_FORMAT, render_catalog
 from workflows.engine.prompting.ranking import (
     SEARCH_ACTION,
     Ranking,
@@ -70,7 +70,10 @@ def executor(count: int) -> FakeToolExecutor:
 
 
 def system_of(llm: ScriptedLLM, kind: str) -> list[str]:
-    return [c.messages[0]["content"] for c in llm.calls if c.kind == kind]
+    """The system messages of a kind of call, without how its answer is written."""
+    return [
+        c.messages[0]["content"].partition(ANSWER_FORMAT)[0] for c in llm.calls if c.kind == kind
+    ]
 
 
 def listed(system: str) -> list[str]:

@@ -668,7 +668,7 @@ async def test_the_task_plan_may_carry_the_first_action() -> None:
     events = await collect(make_state(), llm)
     llm.assert_complete()
     assert [c.kind for c in llm.calls] == ["taskplan", "parameters", "refine", "final"]
-    assert '"firstAction": the first action of task 1' in user_text(llm.calls[0])
+    assert '"firstAction": the first action of task 1' in llm.calls[0].messages[0]["content"]
     opened = of(events, "step")[0]
     assert (opened.status, opened.method) == ("started", "web.search")
     assert of(events, "plan")[0].selection.action == "web.search"

@@ -3,8 +3,11 @@ Connections page."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 
 from workflows.forms import CONNECTION_KINDS, McpChecks, kept_secret_retargeted
 from workflows.models import Connection
@@ -12,7 +15,7 @@ from workflows.models import Connection
 from .safety import SecretSafeAdmin
 
 
-class ConnectionAdminForm(McpChecks, forms.ModelForm):
+class ConnectionAdminForm(McpChecks, forms.ModelForm[Connection]):
     """Secrets are write-only: the field never renders the stored value. An MCP server is
     checked as on the user's Connections page (its label, its public URL)."""
 
@@ -28,15 +31,15 @@ class ConnectionAdminForm(McpChecks, forms.ModelForm):
         model = Connection
         fields = ("owner", "label", "kind", "url", "secret")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.instance.pk:  # a stored secret stays with its owner and what it is for
             for name in ("owner", "kind"):
                 if name in self.fields:  # a view-only page has none
                     self.fields[name].disabled = True
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
         given = data.get("secret", "")
         secret = given or (self.instance.secret if self.instance.pk else "")
         data["secret"] = secret
@@ -60,7 +63,7 @@ SECRET_STATES = {
 
 
 @admin.register(Connection)
-class ConnectionAdmin(SecretSafeAdmin):
+class ConnectionAdmin(SecretSafeAdmin[Connection]):
     """A connection's secret is never shown, to anyone: whether one is set is (`secret_state`),
     and staff who may change connections get a write-only field to replace it; a page for
     staff who may only view has no secret field at all (its value would be shown)."""
@@ -72,7 +75,7 @@ class ConnectionAdmin(SecretSafeAdmin):
     raw_id_fields = ("owner",)
     readonly_fields = ("secret_state",)
 
-    def get_fields(self, request, obj=None):
+    def get_fields(self, request: HttpRequest, obj: Connection | None = None) -> list[Any]:
         fields = ["owner", "label", "kind", "url"]
         if obj is not None:
             fields.append("secret_state")
@@ -80,7 +83,7 @@ class ConnectionAdmin(SecretSafeAdmin):
             fields.append("secret")
         return fields
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Connection | None = None) -> list[str]:
         readonly = list(super().get_readonly_fields(request, obj))
         return [name for name in readonly if name != "secret"]
 

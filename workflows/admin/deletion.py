@@ -3,8 +3,10 @@ for a guarded one."""
 
 from __future__ import annotations
 
+from typing import Any
 
-def guarded_delete(actions: dict, guarded) -> dict:
+
+def guarded_delete(actions: dict[str, Any], guarded: object) -> dict[str, Any]:
     """An admin's actions with Django's "delete selected" replaced by `guarded` (same name
     and description), which refuses while a run is going."""
     if "delete_selected" in actions:

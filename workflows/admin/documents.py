@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import FileResponse, Http404
-from django.urls import path
+from django.http import FileResponse, Http404, HttpRequest
+from django.urls import URLPattern, path
 
 from workflows.models import ChatDocument
 
@@ -13,7 +13,7 @@ from .timeline import document_link
 
 
 @admin.register(ChatDocument)
-class ChatDocumentAdmin(SecretSafeAdmin):
+class ChatDocumentAdmin(SecretSafeAdmin[ChatDocument]):
     list_display = ("name", "workflow", "label", "mime_type", "size", "source", "download")
     list_filter = ("source", "mime_type")
     search_fields = ("name", "label", "source_url")
@@ -25,12 +25,12 @@ class ChatDocumentAdmin(SecretSafeAdmin):
     def download(self, document: ChatDocument) -> str:
         return document_link(document) if document.pk else "-"
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         view = self.admin_site.admin_view(self.download_view)
         own = [path("<int:pk>/download/", view, name="workflows_chatdocument_download")]
         return own + super().get_urls()
 
-    def download_view(self, request, pk: int):
+    def download_view(self, request: HttpRequest, pk: int) -> FileResponse:
         """Let staff download any document (owners use the chat's own download link)."""
         if not self.has_view_permission(request):
             raise Http404

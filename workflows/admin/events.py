@@ -3,7 +3,11 @@ telemetry (tokens, cache, cost, duration) in columns."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from workflows import pricing, selectors
 from workflows.engine.demo.policy import DEMO_LABEL
@@ -15,7 +19,7 @@ from .timeline import EVENT_COLUMNS, EventColumns, event_duration
 
 
 @admin.register(WorkflowEvent)
-class WorkflowEventAdmin(EventColumns, SecretSafeAdmin):
+class WorkflowEventAdmin(EventColumns, SecretSafeAdmin[WorkflowEvent]):
     """The record of every run, to read: an event edited or added by hand would no longer
     be what happened (and one that fails its type would stop the workflow's page)."""
 
@@ -26,15 +30,15 @@ class WorkflowEventAdmin(EventColumns, SecretSafeAdmin):
     raw_id_fields = ("workflow",)
     ordering = ("workflow", "seq")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
 @admin.register(StepRecord)
-class StepRecordAdmin(SecretSafeAdmin):
+class StepRecordAdmin(SecretSafeAdmin[StepRecord]):
     """Every finished step, its telemetry in columns: what it spent and how long it took."""
 
     list_display = (
@@ -56,14 +60,14 @@ class StepRecordAdmin(SecretSafeAdmin):
     # would sort by the workflow's own ordering (its last update, oldest first).
     ordering = ("-workflow_id", "round", "task", "action", "seq")
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[StepRecord]:
         # The steps the workflow list counts (its Steps column), by the same definition.
         return selectors.finished_steps(super().get_queryset(request))
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
     @admin.display(description="Step")

@@ -10,7 +10,7 @@ from .safety import SecretSafeAdmin
 
 
 @admin.register(ChatMessage)
-class ChatMessageAdmin(SecretSafeAdmin):
+class ChatMessageAdmin(SecretSafeAdmin[ChatMessage]):
     list_display = (
         "__str__",
         "workflow",

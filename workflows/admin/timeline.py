@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib import admin
-from django.db.models import Q
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -30,17 +32,17 @@ def document_link(document: ChatDocument) -> str:
     return format_html('<a href="{}">{}</a>', url, document.name)
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(admin.TabularInline[Any, Any]):
     """Inlines that show the record of a run; nobody edits history."""
 
     extra = 0
     can_delete = False
     show_change_link = True
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -151,10 +153,14 @@ class QuietRunFilter(admin.SimpleListFilter):
     title = "run heartbeat"
     parameter_name = "heartbeat"
 
-    def lookups(self, request, model_admin):
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, str]]:
         return [("quiet", "Going, but quiet past the failover delay"), ("live", "Going, alive")]
 
-    def queryset(self, request, queryset):
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[ChatWorkflow]
+    ) -> QuerySet[ChatWorkflow]:
         if self.value() not in ("quiet", "live"):
             return queryset
         cutoff = timezone.now() - timedelta(seconds=settings.POWERON_FAILOVER_SECONDS)

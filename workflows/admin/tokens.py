@@ -5,13 +5,17 @@ token nor its digest is ever shown, filtered or sorted on."""
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from workflows.api import tokens
 from workflows.models import ApiToken
 
 
 @admin.action(description="Revoke selected tokens")
-def revoke_tokens(modeladmin, request, queryset):
+def revoke_tokens(
+    modeladmin: ApiTokenAdmin, request: HttpRequest, queryset: QuerySet[ApiToken]
+) -> None:
     """Revoke every selected token still in use: its next request is refused."""
     revoked = 0
     for token in queryset.filter(revoked__isnull=True):
@@ -21,7 +25,7 @@ def revoke_tokens(modeladmin, request, queryset):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     list_display = ("name", "owner", "shown_prefix", "scopes", "created", "expires", "last_used",
                     "revoked")  # fmt: skip
     list_filter = ("revoked", "created")
@@ -36,13 +40,13 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def shown_prefix(self, token: ApiToken) -> str:
         return f"pon_{token.prefix}_…"
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ApiToken]:
         return super().get_queryset(request).defer("digest")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def lookup_allowed(self, lookup, value, request=None) -> bool:
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
         if lookup.split("__")[0] == "digest":
             return False
         return super().lookup_allowed(lookup, value, request)

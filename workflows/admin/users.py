@@ -3,11 +3,17 @@ and no account deleted while one of its runs is going."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User as UserModel
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
 from workflows.models import ChatWorkflow
@@ -21,7 +27,7 @@ if admin.site.is_registered(User):
     admin.site.unregister(User)
 
 
-def running_of(users) -> list[ChatWorkflow]:
+def running_of(users: Iterable[UserModel] | QuerySet[UserModel]) -> list[ChatWorkflow]:
     """The workflows of these users with a run going."""
     return list(
         ChatWorkflow.objects.filter(owner__in=users, status__in=ChatWorkflow.ACTIVE_STATUSES)
@@ -29,7 +35,9 @@ def running_of(users) -> list[ChatWorkflow]:
 
 
 @admin.action(permissions=["delete"], description="Delete selected users")
-def delete_users_unless_running(modeladmin, request, queryset):
+def delete_users_unless_running(
+    modeladmin: SecretSafeUserAdmin, request: HttpRequest, queryset: QuerySet[UserModel]
+) -> HttpResponse | None:
     """Django's delete action for accounts, refused (nothing deleted) while one of theirs
     runs: its run would write into a workflow that is gone."""
     if running := running_of(queryset):
@@ -42,11 +50,13 @@ def delete_users_unless_running(modeladmin, request, queryset):
 
 
 @admin.register(User)
-class SecretSafeUserAdmin(SecretSafeAdmin, UserAdmin):
+class SecretSafeUserAdmin(SecretSafeAdmin[UserModel], UserAdmin[UserModel]):
     """Django's user admin, without lookups that reach a connection's secret; an account
     with a run going is not deleted (as a workflow with a run going is not)."""
 
-    def delete_view(self, request, object_id, extra_context=None):
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         user = self.get_object(request, unquote(object_id))
         if user is not None and (running := running_of([user])):
             names = ", ".join(f"“{w}”" for w in running)
@@ -58,5 +68,5 @@ class SecretSafeUserAdmin(SecretSafeAdmin, UserAdmin):
             return redirect("admin:auth_user_change", user.pk)
         return super().delete_view(request, object_id, extra_context)
 
-    def get_actions(self, request):
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         return guarded_delete(super().get_actions(request), delete_users_unless_running)

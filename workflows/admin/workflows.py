@@ -3,10 +3,14 @@ event timeline inline; deleted through the app's own deletion, never under a liv
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.utils import unquote
 from django.db import transaction
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
 from workflows import pricing, selectors
@@ -24,7 +28,9 @@ RUNNING_NOT_DELETED = "This workflow is running; stop it before deleting it."
 
 
 @admin.action(permissions=["delete"], description="Delete selected chat workflows")
-def delete_unless_running(modeladmin, request, queryset):
+def delete_unless_running(
+    modeladmin: ChatWorkflowAdmin, request: HttpRequest, queryset: QuerySet[ChatWorkflow]
+) -> HttpResponse | None:
     """Django's delete action (its confirmation page included), refused with nothing deleted
     while one of the selected workflows runs."""
     running = list(queryset.filter(status__in=ChatWorkflow.ACTIVE_STATUSES))
@@ -41,7 +47,7 @@ def delete_unless_running(modeladmin, request, queryset):
 
 
 @admin.register(ChatWorkflow)
-class ChatWorkflowAdmin(SecretSafeAdmin):
+class ChatWorkflowAdmin(SecretSafeAdmin[ChatWorkflow]):
     list_display = ("__str__", "owner", "mode", "status", "steps", "tokens", "spent", "created")
     list_filter = ("status", QuietRunFilter, "mode", "created")
     search_fields = ("title", "owner__username", "messages__content")
@@ -91,14 +97,16 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
     inlines = (ChatMessageInline, ChatDocumentInline, WorkflowEventInline)
     date_hierarchy = "created"
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ChatWorkflow]:
         return selectors.workflow_with_step_count()
 
     # Deleting goes through the app's own deletion: its files go with it, the hourly limits
     # keep counting its rounds, its open tabs close; and never under a live run, which is
     # said (the per-object permission Django offers would refuse a whole batch as "no
     # permission", and the page would 403).
-    def delete_view(self, request, object_id, extra_context=None):
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         workflow = self.get_object(request, unquote(object_id))
         if workflow is not None and workflow.is_active:
             return self._refuse_deletion(request, workflow, RUNNING_NOT_DELETED)
@@ -107,16 +115,18 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
         except WorkflowBusy as busy:  # a run began since the page was drawn
             return self._refuse_deletion(request, workflow, str(busy))
 
-    def _refuse_deletion(self, request, workflow, reason: str):
+    def _refuse_deletion(
+        self, request: HttpRequest, workflow: ChatWorkflow | None, reason: str
+    ) -> HttpResponse:
         self.message_user(request, reason, level=messages.ERROR)
         if workflow is None:
             return redirect("admin:workflows_chatworkflow_changelist")
         return redirect("admin:workflows_chatworkflow_change", workflow.pk)
 
-    def get_actions(self, request):
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         return guarded_delete(super().get_actions(request), delete_unless_running)
 
-    def delete_model(self, request, obj: ChatWorkflow) -> None:
+    def delete_model(self, request: HttpRequest, obj: ChatWorkflow) -> None:
         from asgiref.sync import async_to_sync
 
         from workflows import services
@@ -126,7 +136,7 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
         services.workflow_delete(workflow=obj)
         transaction.on_commit(lambda: async_to_sync(broadcast.gone)(pk))
 
-    def delete_queryset(self, request, queryset) -> None:
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ChatWorkflow]) -> None:
         busy = []
         for workflow in queryset:
             try:
@@ -138,7 +148,9 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
             names = ", ".join(f"“{w}”" for w in busy)
             self.message_user(request, f"Not deleted, running: {names}.", level=messages.ERROR)
 
-    def get_search_results(self, request, queryset, search_term):
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[ChatWorkflow], search_term: str
+    ) -> tuple[QuerySet[ChatWorkflow], bool]:
         queryset, _ = super().get_search_results(request, queryset, search_term)
         return queryset.distinct(), False
 
@@ -154,7 +166,8 @@ class ChatWorkflowAdmin(SecretSafeAdmin):
 
     @admin.display(description="Steps", ordering="step_count")
     def steps(self, workflow: ChatWorkflow) -> int:
-        return workflow.step_count  # type: ignore[attr-defined]
+        count: int = workflow.step_count  # type: ignore[attr-defined]  # annotated by the queryset
+        return count
 
     @admin.display(description="Tokens")
     def tokens(self, workflow: ChatWorkflow) -> str:

@@ -41,6 +41,7 @@ from django.urls import URLPattern, URLResolver, include, path, re_path
 from ninja import NinjaAPI
 
 from . import errors, event_schema, pages
+from .auth import BearerToken
 from .routes import documents, events, messages, runs, stream, workflows
 from .schemas import Problem as ProblemSchema
 
@@ -73,13 +74,19 @@ DESCRIPTION = (
 )
 
 
+def scope_of(auth: Callable[..., Any]) -> str:
+    """The scope an operation needs: READ and RUN name the bearer token first."""
+    assert isinstance(auth, BearerToken), "an API operation without auth=READ or auth=RUN"
+    return auth.scope
+
+
 class PowerOnAPI(NinjaAPI):
     """The API, whose OpenAPI document also says each operation's scope and problems."""
 
     def get_openapi_schema(self, **kwargs: Any) -> Any:
         schema = super().get_openapi_schema(**kwargs)
         scopes = {
-            operation.operation_id: operation.auth_callbacks[0].scope
+            operation.operation_id: scope_of(operation.auth_callbacks[0])
             for bound in self._get_bound_routers()
             for view in bound.path_operations.values()
             for operation in view.operations
@@ -132,12 +139,12 @@ def _open(view: Callable[..., Any]) -> Callable[..., Any]:
             return _method_problem(request, await view(request, *args, **kwargs))
 
     else:
-
+        # Ignored for mypy below: the same name as the coroutine above.
         def opened(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:  # type: ignore[misc]
             return _method_problem(request, view(request, *args, **kwargs))
 
     opened.csrf_exempt = True  # type: ignore[attr-defined]  # the auth checks CSRF for sessions
-    opened.login_required = False  # type: ignore[attr-defined]
+    opened.login_required = False  # type: ignore[attr-defined]  # Django reads it as an attribute
     return opened
 
 

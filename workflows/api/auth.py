@@ -11,7 +11,7 @@ the page does. A bearer request is no browser's and needs no CSRF token.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -24,6 +24,9 @@ from workflows.models import ApiToken
 from . import tokens
 from .errors import REALM, Problem, rate_limited
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS", "TRACE"}
 
 
@@ -32,7 +35,7 @@ class Principal:
     """The caller of one request: the user it acts for, and the token it came with (None
     for the browser's session, which has every scope)."""
 
-    user: Any
+    user: User
     token: ApiToken | None = None
 
 

@@ -165,41 +165,40 @@ def field_errors(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
 def install(api: NinjaAPI) -> None:
     """Make every refusal of `api` problem details: its own, ninja's, Django's."""
 
+    @api.exception_handler(Problem)
     def on_problem(request: HttpRequest, exc: Problem) -> HttpResponse:
         return exc.response(request)
 
+    @api.exception_handler(AuthenticationError)
     def on_unauthenticated(request: HttpRequest, exc: Exception) -> HttpResponse:
         detail = "Send Authorization: Bearer <token> with a personal API token."
         return Problem("unauthenticated", detail).response(request)
 
+    @api.exception_handler(ValidationError)
     def on_invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
         errors = field_errors(exc.errors)
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         return Problem("invalid-input", detail, errors=errors).response(request)
 
+    @api.exception_handler(HttpError)
     def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         slug = {405: "method-not-allowed", 429: "rate-limited"}.get(exc.status_code, "bad-request")
         return Problem(slug, str(exc)).response(request)
 
+    @api.exception_handler(Http404)
     def on_not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
         return not_found(request)
 
+    @api.exception_handler(SuspiciousOperation)
     def on_suspicious(request: HttpRequest, exc: SuspiciousOperation) -> HttpResponse:
         if isinstance(exc, TooManyFilesSent | RequestDataTooBig):
             return Problem("too-large", str(exc)).response(request)
         return Problem("bad-request", "The request could not be read.").response(request)
 
+    @api.exception_handler(Exception)
     def on_error(request: HttpRequest, exc: Exception) -> HttpResponse:
         logger.error("API request %s %s failed", request.method, request.path, exc_info=exc)
         return Problem("internal").response(request)
-
-    api.add_exception_handler(Problem, on_problem)
-    api.add_exception_handler(AuthenticationError, on_unauthenticated)
-    api.add_exception_handler(ValidationError, on_invalid)
-    api.add_exception_handler(HttpError, on_http_error)
-    api.add_exception_handler(Http404, on_not_found)
-    api.add_exception_handler(SuspiciousOperation, on_suspicious)
-    api.add_exception_handler(Exception, on_error)
 
 
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:

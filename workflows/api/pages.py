@@ -6,7 +6,7 @@ elsewhere, no inline script or style)."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import messages
@@ -22,6 +22,9 @@ from workflows.models import ApiToken
 
 from . import tokens
 from .errors import TYPES, not_found
+
+if TYPE_CHECKING:
+    from workflows.signed_in import SignedInRequest
 
 EXPIRY_CHOICES = [("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "a year")]
 EXPIRY_CHOICES += [("", "never")]
@@ -43,7 +46,7 @@ class TokenForm(forms.Form):
         return timezone.now() + timedelta(days=int(days)) if days else None
 
 
-def token_list(request: HttpRequest) -> HttpResponse:
+def token_list(request: SignedInRequest) -> HttpResponse:
     """The user's API tokens (never their secrets), and a form to make one; a token just
     made is shown this once."""
     form = TokenForm(request.POST or None)
@@ -71,7 +74,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+def token_revoke(request: SignedInRequest, token_id: int) -> HttpResponse:
     """Revoke one of the user's tokens: its next request is refused."""
     token = tokens.token_get(user=request.user, token_id=token_id)
     tokens.token_revoke(token=token)
@@ -133,7 +136,7 @@ def problem_page(request: HttpRequest, slug: str) -> HttpResponse:
 def type_of(schema: dict[str, Any]) -> str:
     """A JSON schema as a short readable type: `list of DocumentOut`, `integer ≥ 1`."""
     if "$ref" in schema:
-        return schema["$ref"].rsplit("/", 1)[-1]
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
     if "anyOf" in schema:
         return " or ".join(type_of(option) for option in schema["anyOf"])
     if "enum" in schema:

@@ -12,13 +12,17 @@ import secrets
 import string
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from workflows.models import ApiToken
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 SCHEME = "pon_"
 PREFIX_ALPHABET = string.ascii_lowercase + string.digits
@@ -59,7 +63,7 @@ class Made:
     secret: str
 
 
-def token_create(*, owner, name: str, scopes: list[str], expires: datetime | None) -> Made:
+def token_create(*, owner: User, name: str, scopes: list[str], expires: datetime | None) -> Made:
     """Make a token for `owner` with `scopes` (read, run) and an optional expiry."""
     unknown = set(scopes) - set(SCOPES)
     if unknown or not scopes:
@@ -127,11 +131,11 @@ def token_revoke(*, token: ApiToken) -> None:
     token.refresh_from_db(fields=["revoked"])
 
 
-def token_list(*, user):
+def token_list(*, user: User) -> QuerySet[ApiToken]:
     """The user's tokens, newest first (never their digests)."""
     return ApiToken.objects.filter(owner=user).defer("digest")
 
 
-def token_get(*, user, token_id: int) -> ApiToken:
+def token_get(*, user: User, token_id: int) -> ApiToken:
     """One of the user's tokens, or 404."""
     return get_object_or_404(ApiToken, pk=token_id, owner=user)

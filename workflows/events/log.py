@@ -98,7 +98,10 @@ def _seqs_claim(
             updates.update(current_task=place[0], current_action=place[1])
         workflow = ChatWorkflow.objects.filter(pk=workflow_id)
         workflow.update(**updates)
-        return workflow.values_list("last_seq", F("prompt_tokens") + F("completion_tokens")).get()
+        after: tuple[int, int] = workflow.values_list(
+            "last_seq", F("prompt_tokens") + F("completion_tokens")
+        ).get()
+        return after
     q = connection.ops.quote_name
     sets = [f"{q(n)} = {q(n)} + %s" for n in ("last_seq", "prompt_tokens", "completion_tokens")]
     values: list[Any] = [count, *tokens]

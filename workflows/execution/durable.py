@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from dbos import DBOS, DBOSClient, SetWorkflowID
-from dbos._error import DBOSAwaitedWorkflowCancelledError
-from dbos._serialization import DBOSPortableJSON
+from dbos import DBOS, DBOSClient, DBOSPortableJSONSerializer, SetWorkflowID
+from dbos import error as dbos_error
 from django.conf import settings
 from django.utils import timezone
 
@@ -35,6 +34,9 @@ from workflows.models import ChatWorkflow, Installation
 from . import setup
 
 logger = logging.getLogger(__name__)
+
+PORTABLE_JSON = DBOSPortableJSONSerializer()
+"""How step results and arguments are stored: JSON, never pickles."""
 
 ROUNDS_QUEUE = "poweron-rounds"
 """Where worker-mode rounds wait for a `run_workers` process: named in `launch(queues=…)`, it
@@ -109,7 +111,7 @@ def config(*, executor_id: str | None = None) -> dict[str, Any]:
         "dbos_system_schema": "dbos",
         "application_version": settings.POWERON_APP_VERSION,
         "executor_id": executor_id or settings.POWERON_EXECUTOR_ID,
-        "serializer": DBOSPortableJSON,  # step results are JSON, never pickles
+        "serializer": PORTABLE_JSON,  # step results are JSON, never pickles
         "log_level": "WARNING",
         "notification_listener_polling_interval_sec": 0.1,  # SQLite answers within 0.1 s
     }
@@ -125,6 +127,7 @@ async def launch(*, queues: Iterable[str] | None = None, executor_id: str | None
     INSTALLATION = (await sync_to_async(Installation.current)()).key.hex[:12]
     plain = executor_id or settings.POWERON_EXECUTOR_ID
     EXECUTOR = f"{plain}@{INSTALLATION}"
+    # Ignored for mypy below: DBOSConfig is a TypedDict the helper fills.
     DBOS(config=config(executor_id=EXECUTOR))  # type: ignore[arg-type]
     if queues is not None:
         DBOS.listen_queues([name for queue in queues for name in _queue_names(queue)])
@@ -202,7 +205,7 @@ def _stops_are_not_errors(record: logging.LogRecord) -> bool:
     """DBOS logs a cancelled workflow as an error with a traceback; a stop is not one. Nor is
     a round handed back when its worker stops (DBOS warns once per round then)."""
     error = record.exc_info[1] if record.exc_info else None
-    if isinstance(error, DBOSAwaitedWorkflowCancelledError):
+    if isinstance(error, dbos_error.DBOSAwaitedWorkflowCancelledError):
         return False
     message = record.getMessage()
     if shutting_down and message.startswith("Asyncio task cancelled for workflow or step"):
@@ -312,7 +315,7 @@ def _client() -> Iterator[DBOSClient]:
     """A DBOS client on the system database, created if this is a fresh install."""
     url = system_database_url()
     DBOS.migrate(url, schema="dbos")
-    client = DBOSClient(system_database_url=url, serializer=DBOSPortableJSON)
+    client = DBOSClient(system_database_url=url, serializer=PORTABLE_JSON)
     try:
         yield client
     finally:
@@ -320,7 +323,11 @@ def _client() -> Iterator[DBOSClient]:
 
 
 def is_launched() -> bool:
-    """Whether DBOS runs in this process now (launched, not destroyed since)."""
+    """Whether DBOS runs in this process now (launched, not destroyed since).
+
+    DBOS has no public way to ask this: its private global instance is read, with dbos
+    pinned in pyproject.toml and the answer tested across a launch and a destroy
+    (tests/test_dbos_api.py), so an upgrade that moves it fails a test, not a run."""
     from dbos import _dbos
 
     instance = _dbos._dbos_global_instance

@@ -146,7 +146,7 @@ def call_schemas(*, small: bool = False) -> Literal["narrow", "stable", "shared"
     cache holds one prefix for every kind of call; see engine/shared.py)."""
     choice = settings.POWERON_LLM_SCHEMAS
     if choice in ("narrow", "stable", "shared"):
-        return choice  # type: ignore[return-value]
+        return choice  # type: ignore[return-value]  # narrowed by the test just above
     if choice != "auto":
         logger.warning(
             "POWERON_LLM_SCHEMAS=%r is not auto, narrow, stable or shared; auto is used", choice

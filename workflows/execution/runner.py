@@ -7,27 +7,23 @@ stored together, in one transaction, before the next wait begins, then broadcast
 the round emits has a deterministic ordinal, and storing is insert-if-absent on it, so a
 round resumed after a crash replays its history without storing or broadcasting it twice.
 The streamed answer is broadcast live from inside its step (with an attempt marker) and
-stored coalesced, a few times a second. A broadcast that fails is only logged.
+stored coalesced, a few times a second (`streaming`); the round beats and watches for its
+stop beside it (`liveness`). A broadcast that fails is only logged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
 from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
-from django.conf import settings
-from django.utils import timezone
 
 from workflows import selectors
 from workflows.engine.loop.round import run_round
 from workflows.engine.records.events import (
-    BaseEvent,
     DeltaEvent,
     ErrorEvent,
     RoundEvent,
@@ -35,20 +31,15 @@ from workflows.engine.records.events import (
 )
 from workflows.engine.records.state import RoundState
 from workflows.events import broadcast
-from workflows.events.contract import Envelope, RunEvent
+from workflows.events.contract import AnyEvent, Envelope, FinalStatus, RunEvent
 from workflows.models import ChatMessage, ChatWorkflow
 
 from . import durable, recording, settle, setup
 from .checkpoints import Checkpoints, DurableControls, DurableLLM, DurableStore, DurableTools
+from .liveness import Liveness
+from .streaming import Deltas
 
 logger = logging.getLogger(__name__)
-
-FRAME_SECONDS = 0.08
-"""Live text of a streamed answer is sent at most this often per message."""
-DELTA_FLUSH_SECONDS = 0.5
-"""...and stored at most this often."""
-STOP_CHECK_SECONDS = 2
-LISTEN_RETRY_SECONDS = 1.0
 
 OBSERVERS: dict[int, Callable[[Envelope], None]] = {}
 """Per workflow, a function called with each stored event (the command line prints them)."""
@@ -99,26 +90,23 @@ class RoundRunner:
         """Events emitted since the last wait, not yet stored."""
         self.checkpoints = Checkpoints(before=self.store)
         self.sender: broadcast.Sender | None = None
-        self.deltas: dict[str, DeltaEvent] = {}
-        """Streamed text not yet stored, per message key."""
-        self.frames: dict[str, DeltaEvent] = {}
-        """Streamed text not yet sent, per message key."""
-        self.frame_timer: asyncio.TimerHandle | None = None
-        self.last_flush = 0.0
+        self.deltas = Deltas(workflow_id, self.send_live)
+        """The answers being streamed: sent in frames, stored coalesced."""
+        self.liveness = Liveness(workflow_id, self.stop)
         self.stopped = False
         self.parts: setup.RoundParts | None = None
 
     async def execute(self) -> str:
         """Run the round; always end in a final status, unless handed back to the queue."""
-        status, reason = ChatWorkflow.Status.FAILED, "The run ended unexpectedly."
+        status: FinalStatus = "failed"
+        reason = "The run ended unexpectedly."
         task = asyncio.current_task()
         assert task is not None
         dbos_id = DBOS.workflow_id or ""
         self.task = task
         durable.RUNNERS[dbos_id] = self
         self.sender = broadcast.Sender()
-        listener = asyncio.create_task(self.listen())
-        heartbeat = asyncio.create_task(self.beat())
+        self.liveness.start()
         handed_back = False
         try:
             workflow, message = await self.load()
@@ -152,7 +140,7 @@ class RoundRunner:
             await self.store()
         except (asyncio.CancelledError, DBOSWorkflowCancelledError):
             # Decided before any await: a second cancellation may interrupt what follows.
-            status, reason = ChatWorkflow.Status.STOPPED, ""  # settle says by whom
+            status, reason = "stopped", ""  # settle says by whom
             handed_back = durable.shutting_down and not self.stopped
             if handed_back:  # still pending in DBOS: another worker resumes it
                 await asyncio.shield(self.hand_back())
@@ -168,8 +156,7 @@ class RoundRunner:
             crash = ErrorEvent(round=self.round, kind="internal", message=reason)
             self.emit(crash)  # stored by finish()
         finally:
-            listener.cancel()
-            heartbeat.cancel()
+            self.liveness.cancel()
             durable.RUNNERS.pop(dbos_id, None)
             # Shielded as one: a second cancellation cannot cut the ending short.
             await asyncio.shield(self.finish(status, reason, settle=not handed_back))
@@ -181,7 +168,7 @@ class RoundRunner:
             self.stopped = True
             self.task.cancel()
 
-    async def finish(self, status: str, reason: str, *, settle: bool) -> None:
+    async def finish(self, status: FinalStatus, reason: str, *, settle: bool) -> None:
         """Store what the round emitted last, record how it ended (unless it was handed on)
         and send what is queued."""
         try:
@@ -235,51 +222,7 @@ class RoundRunner:
         why = "The worker stopped; the run waits for another worker and resumes where it was."
         await self.record(RunEvent(round=self.round, status="queued", reason=why))
 
-    async def listen(self) -> None:
-        """Receive control messages for this workflow; a stop cancels the whole round. The
-        layer may fail: listen again (a stop also reaches the run through its status)."""
-        layer = get_channel_layer()
-        group = broadcast.control_group(self.workflow_id)
-        while True:
-            channel = ""
-            try:
-                channel = await layer.new_channel()
-                await layer.group_add(group, channel)
-                while True:
-                    command = await layer.receive(channel)
-                    if command.get("action") == "stop":
-                        self.stop()
-                        return
-            except Exception as error:
-                logger.warning("control channel of workflow %s: %s", self.workflow_id, error)
-                await asyncio.sleep(LISTEN_RETRY_SECONDS)
-            finally:
-                if channel:
-                    await asyncio.shield(self.leave(group, channel))
-
-    @staticmethod
-    async def leave(group: str, channel: str) -> None:
-        try:
-            await get_channel_layer().group_discard(group, channel)
-        except Exception as error:  # the layer is down; its group entries expire
-            logger.warning("could not leave %s: %s", group, error)
-
-    async def beat(self) -> None:
-        """Show the run is alive (failover and `settle_runs` leave it alone); and stop it when
-        its status says "stopping" (the layer may drop the stop message)."""
-        workflow = ChatWorkflow.objects.filter(pk=self.workflow_id)
-        # Three beats fit in the failover delay: a live run is never taken for a dead one.
-        beat = max(0.5, min(10.0, settings.POWERON_FAILOVER_SECONDS / 3))
-        check = min(STOP_CHECK_SECONDS, beat)
-        while True:
-            await workflow.aupdate(heartbeat=timezone.now())
-            for _ in range(max(1, round(beat / check))):
-                await asyncio.sleep(check)
-                if await workflow.filter(status=ChatWorkflow.Status.STOPPING).aexists():
-                    self.stop()
-                    return
-
-    def emit(self, event: BaseEvent) -> None:
+    def emit(self, event: AnyEvent) -> None:
         """Queue the event to be stored once (by its ordinal) before the round next waits,
         then broadcast. The engine's deltas are dropped: the streaming step already sent and
         stored the pieces."""
@@ -289,7 +232,7 @@ class RoundRunner:
         self.ordinal += 1
         self.pending.append((event, self.ordinal))
 
-    async def record(self, event: BaseEvent) -> None:
+    async def record(self, event: AnyEvent) -> None:
         """Store an event of the host's own now (after what is pending), then broadcast it."""
         self.pending.append((event, None))
         await self.store()
@@ -305,48 +248,33 @@ class RoundRunner:
 
     def publish(self, stored: Envelope) -> None:
         """Send a committed event to the viewers (and the local observer)."""
-        assert self.sender is not None
-        self.sender.send(stored)
+        self.send_live(stored)
         if self.on_event is not None:
             self.on_event(stored)
 
-    async def piece(self, key: str, text: str, offset: int, attempt: str) -> None:
-        """A live piece of a streamed message (called inside its step): sent in frames at a
-        human rate (a frame carries its offset), stored coalesced, a few times a second."""
-        event = DeltaEvent(round=self.round, key=key, text=text, offset=offset, attempt=attempt)
-        self.frames[key] = joined(self.frames.get(key), event)
-        self.deltas[key] = joined(self.deltas.get(key), event)
-        if self.frame_timer is None:
-            loop = asyncio.get_running_loop()
-            self.frame_timer = loop.call_later(FRAME_SECONDS, self.send_frames)
-        if time.monotonic() - self.last_flush >= DELTA_FLUSH_SECONDS:
-            await self.flush_deltas()
-
-    def send_frames(self) -> None:
-        """Send the text streamed since the last frame, one frame per message."""
-        if self.frame_timer is not None:
-            self.frame_timer.cancel()
-            self.frame_timer = None
-        frames, self.frames = self.frames, {}
+    def send_live(self, envelope: Envelope) -> None:
+        """Send an event to the viewers (a stored one, or a live frame of an answer)."""
         assert self.sender is not None
-        for frame in frames.values():
-            self.sender.send(Envelope(workflow=self.workflow_id, seq=None, event=frame))
+        self.sender.send(envelope)
+
+    async def piece(self, key: str, text: str, offset: int, attempt: str) -> None:
+        """A live piece of a streamed message (called inside its step): sent in frames, and
+        stored with what is pending when a flush is due."""
+        event = DeltaEvent(round=self.round, key=key, text=text, offset=offset, attempt=attempt)
+        if self.deltas.add(event):
+            await self.flush_deltas()
 
     def queue_deltas(self) -> None:
         """Send what is framed, then queue the text streamed since the last flush to be
-        stored, one event per message (a viewer that missed a frame gets the text from
-        these)."""
-        self.send_frames()
-        self.last_flush = time.monotonic()
-        pending, self.deltas = self.deltas, {}
-        self.pending += [(event, None) for event in pending.values()]
+        stored, one event per message."""
+        self.pending += [(event, None) for event in self.deltas.take()]
 
     async def flush_deltas(self) -> None:
         """Store what is streamed and what is pending, now."""
         self.queue_deltas()
         await self.store()
 
-    async def settle(self, status: str, reason: str) -> None:
+    async def settle(self, status: FinalStatus, reason: str) -> None:
         """Close what is open, record the final status (once), tell the viewers."""
         for stored in await database_sync_to_async(settle.run_end)(
             self.workflow_id, status, reason
@@ -362,15 +290,8 @@ def unused_notes(notes: list[str]) -> str:
     return f"{kind} came after the agent's last choice of action and was not used: {quoted}."
 
 
-def joined(pending: DeltaEvent | None, piece: DeltaEvent) -> DeltaEvent:
-    """A piece added to the text pending for its message (a new attempt starts afresh)."""
-    if pending is None or pending.attempt != piece.attempt:
-        return piece
-    return pending.model_copy(update={"text": pending.text + piece.text})
-
-
-def outcome(round_event: RoundEvent) -> tuple[str, str]:
+def outcome(round_event: RoundEvent) -> tuple[FinalStatus, str]:
     """The workflow status a finished round leads to."""
     if round_event.status == "completed":
-        return ChatWorkflow.Status.COMPLETED, round_event.reason
-    return ChatWorkflow.Status.FAILED, round_event.reason or "The round failed."
+        return "completed", round_event.reason
+    return "failed", round_event.reason or "The round failed."

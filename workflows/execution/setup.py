@@ -141,6 +141,7 @@ def build_tools(
 
 def history_entry(message: ChatMessage) -> HistoryEntry:
     return HistoryEntry(
+        # Ignored for mypy below: a CharField whose choices are the history's roles.
         role=message.role,  # type: ignore[arg-type]
         round=message.round,
         task=message.task,
@@ -164,6 +165,7 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
     connections = selectors.usable_connections(user=workflow.owner)
     prices = model_prices()
     state = RoundState(
+        # Ignored for mypy below: a CharField whose choices are the engine's modes.
         mode=workflow.mode,  # type: ignore[arg-type]
         round=message.round,
         prompt=message.content,

@@ -44,6 +44,39 @@ FELL_BEHIND_EVENTS = 500
 """A viewer this many events behind the live stream is closed rather than fed inline."""
 
 RESUME_INTERVAL_SECONDS = 1.0
+SOCKET_COMMAND_BURST = 10
+"""Commands one socket may send at once; then SOCKET_COMMANDS_PER_SECOND (a frame that is
+not a command counts too: each is answered)."""
+SOCKET_COMMANDS_PER_SECOND = 2.0
+TOO_MANY_COMMANDS = (
+    f"Too many commands on this connection: at most {SOCKET_COMMAND_BURST} at once, then "
+    f"{SOCKET_COMMANDS_PER_SECOND:g} a second. What came past that was not carried out."
+)
+
+
+class Bucket:
+    """A token bucket: `burst` at once, refilled at `rate` a second."""
+
+    def __init__(self, burst: int, rate: float) -> None:
+        self.burst = burst
+        self.rate = rate
+        self.tokens = float(burst)
+        self.at = time.monotonic()
+        self.said = False
+        """Whether the client was told it is over, since it last was not."""
+
+    def take(self) -> bool:
+        """Whether one more may go now (and count it)."""
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        self.said = False
+        return True
+
+
 RESUMING_TOO_OFTEN = "Resume at most once a second; the events after it are on their way."
 NOT_JSON = 'Command not understood — send a JSON text frame such as {"action": "stop"}.'
 NOT_AN_OBJECT = 'Command not understood — a command is a JSON object with an "action".'
@@ -108,6 +141,7 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_BAD_REQUEST)
             return
         self.resumed = 0.0
+        self.frames_allowed = Bucket(SOCKET_COMMAND_BURST, SOCKET_COMMANDS_PER_SECOND)
         self.user = user
         self.session_key = getattr(self.scope.get("session"), "session_key", None) or ""
         if self.session_key:  # signing out closes this socket (see `session_ended`)
@@ -191,7 +225,13 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
     ) -> None:
         """A frame from the client: a command as a JSON object. Anything else is answered
-        with a notice, and the socket stays open."""
+        with a notice, and the socket stays open. Past the socket's own rate (`Bucket`),
+        frames are dropped with one notice."""
+        if not self.frames_allowed.take():
+            if not self.frames_allowed.said:
+                self.frames_allowed.said = True
+                await self.send_notice(TOO_MANY_COMMANDS, level="error")
+            return
         if text_data is None:
             await self.send_notice(NOT_JSON, level="error")
             return

@@ -7,12 +7,17 @@ match in scheme, host and port, the way Django's CSRF check matches the Origin h
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import is_same_domain
+
+if TYPE_CHECKING:
+    from asgiref.typing import ASGIReceiveCallable, ASGISendCallable
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -30,7 +35,7 @@ def normalise(origin: str) -> tuple[str, str, int] | None:
     return scheme, parts.hostname.lower(), port or DEFAULT_PORTS[scheme]
 
 
-def own_origin(scope) -> str | None:
+def own_origin(scope: Mapping[str, Any]) -> str | None:
     """The app's origin as this handshake reached it: the Host header with the scheme the
     browser used (wss → https), also when a proxy said so in SECURE_PROXY_SSL_HEADER."""
     headers = dict(scope.get("headers") or [])
@@ -51,7 +56,7 @@ def own_origin(scope) -> str | None:
     return f"{'https' if secure else 'http'}://{host}"
 
 
-def origin_allowed(origin: str, scope) -> bool:
+def origin_allowed(origin: str, scope: Mapping[str, Any]) -> bool:
     """Whether a page of `origin` may open a socket reached as `scope`."""
     wanted = normalise(origin)
     if wanted is None:
@@ -73,13 +78,20 @@ def origin_allowed(origin: str, scope) -> bool:
 class OriginValidator:
     """ASGI middleware: a handshake from any other origin (or without one) is refused."""
 
-    def __init__(self, application) -> None:
+    def __init__(self, application: Any) -> None:
+        """`application`: the ASGI 3 app behind (Channels' stubs type its middleware stacks as
+        ASGI 2 or 3 alike, so no narrower type fits them)."""
         self.application = application
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(
+        self,
+        scope: Any,  # a handshake's or a request's: Channels' consumers type each apart
+        receive: ASGIReceiveCallable,
+        send: ASGISendCallable,
+    ) -> None:
         if scope["type"] == "websocket":
             origin = dict(scope.get("headers") or []).get(b"origin", b"").decode("latin-1")
             if not origin_allowed(origin, scope):
-                denier = WebsocketDenier()
-                return await denier(scope, receive, send)
-        return await self.application(scope, receive, send)
+                await WebsocketDenier()(scope, receive, send)
+                return
+        await self.application(scope, receive, send)

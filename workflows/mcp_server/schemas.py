@@ -200,4 +200,5 @@ def schema_of(
             return [inline(item) for item in node]
         return node
 
+    # Ignored for mypy below: a JSON Schema is JSON, a dict at its root.
     return inline(schema)  # type: ignore[no-any-return]

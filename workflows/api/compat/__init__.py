@@ -71,12 +71,12 @@ def _open(view: Callable[..., Any]) -> Callable[..., Any]:
             return _method(await view(request, *args, **kwargs))
 
     else:
-
+        # Ignored for mypy below: the same name as the coroutine above.
         def opened(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:  # type: ignore[misc]
             return _method(view(request, *args, **kwargs))
 
     opened.csrf_exempt = True  # type: ignore[attr-defined]  # a bearer token, never a cookie
-    opened.login_required = False  # type: ignore[attr-defined]
+    opened.login_required = False  # type: ignore[attr-defined]  # Django reads it as an attribute
     return opened
 
 

@@ -90,41 +90,40 @@ def install(api: NinjaAPI) -> None:
     """Make every refusal of `api` an OpenAI error: its own, the API's problems, ninja's and
     Django's."""
 
+    @api.exception_handler(OpenAIError)
     def on_error(request: HttpRequest, exc: OpenAIError) -> HttpResponse:
         return exc.response()
 
+    @api.exception_handler(Problem)
     def on_problem(request: HttpRequest, exc: Problem) -> HttpResponse:
         return OpenAIError.of(exc).response()
 
+    @api.exception_handler(AuthenticationError)
     def on_unauthenticated(request: HttpRequest, exc: Exception) -> HttpResponse:
         message = "Send Authorization: Bearer <token> with a personal API token of scope run."
         refused = OpenAIError(401, message, code="invalid_api_key")
         refused.headers["WWW-Authenticate"] = REALM
         return refused.response()
 
+    @api.exception_handler(ValidationError)
     def on_invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
         errors = field_errors(exc.errors)
         message = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         return OpenAIError(400, message, param=errors[0]["field"] if errors else None).response()
 
+    @api.exception_handler(HttpError)
     def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         return OpenAIError(exc.status_code, str(exc)).response()
 
+    @api.exception_handler(Http404)
     def on_not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
         return not_found(request)
 
+    @api.exception_handler(Exception)
     def on_exception(request: HttpRequest, exc: Exception) -> HttpResponse:
         logger.error("%s %s failed", request.method, request.path, exc_info=exc)
         message = "Something failed on the server; it is logged. Try again later."
         return OpenAIError(500, message, code="internal").response()
-
-    api.add_exception_handler(OpenAIError, on_error)
-    api.add_exception_handler(Problem, on_problem)
-    api.add_exception_handler(AuthenticationError, on_unauthenticated)
-    api.add_exception_handler(ValidationError, on_invalid)
-    api.add_exception_handler(HttpError, on_http_error)
-    api.add_exception_handler(Http404, on_not_found)
-    api.add_exception_handler(Exception, on_exception)
 
 
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
@@ -28,6 +28,9 @@ from workflows.models import ChatWorkflow
 from .answer import RoundReading
 from .errors import OpenAIError, refusal
 from .schemas import ChatCompletion, ChatIn, MessageIn, ModelList, ModelOut
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 router = Router(tags=["chat"])
 
@@ -144,7 +147,7 @@ def round_text(messages: list[MessageIn], *, with_earlier: bool) -> str:
 
 
 @database_sync_to_async
-def open_workflow(user: Any, payload: ChatIn, mode: str, title: str) -> tuple[ChatWorkflow, bool]:
+def open_workflow(user: User, payload: ChatIn, mode: str, title: str) -> tuple[ChatWorkflow, bool]:
     """The workflow named in the request's metadata (404 unless the caller's, 400 when its
     mode is another), or a new one; whether it is new."""
     named = (payload.metadata or {}).get("workflow")
@@ -183,7 +186,9 @@ def open_workflow(user: Any, payload: ChatIn, mode: str, title: str) -> tuple[Ch
         }
     },
 )
-async def create_chat_completion(request: HttpRequest, payload: ChatIn) -> Any:
+async def create_chat_completion(
+    request: HttpRequest, payload: ChatIn
+) -> StreamingHttpResponse | JsonResponse:
     """Run the last user message as a round of a new workflow (or of the one named in
     `metadata`) and answer with the round's answer: streamed as it is written with `stream`,
     whole otherwise. The steps are not in the content; the round shows in the page."""
@@ -218,6 +223,7 @@ async def create_chat_completion(request: HttpRequest, payload: ChatIn) -> Any:
     }
     # The request's own database connection is not needed while the round runs.
     await sync_to_async(connections.close_all)()
+    response: StreamingHttpResponse | JsonResponse
     if payload.stream:
         include_usage = bool(payload.stream_options and payload.stream_options.include_usage)
         chunks = stream(reading, workflow.pk, after, head, where, include_usage=include_usage)
@@ -237,7 +243,9 @@ async def create_chat_completion(request: HttpRequest, payload: ChatIn) -> Any:
     return response
 
 
-def completion(reading: RoundReading, head: dict[str, Any], where: dict[str, Any]) -> dict:
+def completion(
+    reading: RoundReading, head: dict[str, Any], where: dict[str, Any]
+) -> dict[str, Any]:
     return {
         **head,
         "object": "chat.completion",
@@ -254,7 +262,9 @@ def completion(reading: RoundReading, head: dict[str, Any], where: dict[str, Any
     }
 
 
-def chunk(head: dict[str, Any], delta: dict[str, Any], finish: str | None = None, **extra: Any):
+def chunk(
+    head: dict[str, Any], delta: dict[str, Any], finish: str | None = None, **extra: Any
+) -> bytes:
     body = {
         **head,
         "object": "chat.completion.chunk",

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from django.http import HttpRequest
 from ninja import Query, Router
@@ -32,7 +32,7 @@ def list_events(
     workflow_id: WorkflowId,
     after: Annotated[int, Query(ge=0, le=BIGINT, description="The last seq you have.")] = 0,
     limit: Annotated[int, Query(ge=1, le=PAGE_MOST)] = 100,
-) -> dict:
+) -> dict[str, Any]:
     """The stored events after `after`, in seq order, at most `limit`: every step of every
     round, as it was streamed. Ask again with `after` = `next` until `more` is false; a
     run has ended when its last event is a `run` event with a final status."""

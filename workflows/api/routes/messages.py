@@ -4,6 +4,8 @@ workflow, limits and durable run."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from channels.db import database_sync_to_async
 from django.http import HttpRequest
 from ninja import Router, Status
@@ -30,7 +32,7 @@ REFUSALS = responses(409, 422, 429)
     auth=READ,
     operation_id="list_messages",
 )
-def list_messages(request: HttpRequest, workflow_id: WorkflowId) -> dict:
+def list_messages(request: HttpRequest, workflow_id: WorkflowId) -> dict[str, Any]:
     """A workflow's messages in the order they were written: the user's, each action's
     record and the answers (with the ids of their documents)."""
     workflow = selectors.workflow_get(user=caller(request).user, workflow_id=workflow_id)
@@ -45,7 +47,7 @@ async def start(
     documents: list[int],
     reruns: int | None,
     reruns_in_path: bool = False,
-) -> Status:
+) -> Status[dict[str, Any]]:
     """Open a round as the page does; a refusal becomes its problem, with nothing stored."""
     user = caller(request).user
     await database_sync_to_async(selectors.workflow_get)(user=user, workflow_id=workflow_id)
@@ -81,7 +83,9 @@ def refusal(refused: launcher.CommandRefused, *, reruns_in_path: bool) -> Proble
     operation_id="send_message",
     openapi_extra={"responses": REFUSALS},
 )
-async def send_message(request: HttpRequest, workflow_id: WorkflowId, payload: SendIn) -> Status:
+async def send_message(
+    request: HttpRequest, workflow_id: WorkflowId, payload: SendIn
+) -> Status[dict[str, Any]]:
     """Send a message: it opens a new round, which runs in the background (202, with the
     run's state). `documents` are ids of uploads not sent yet; `reruns` edits and runs an
     earlier round again. Follow the run at `/run` and its events at `/events`."""
@@ -103,7 +107,7 @@ async def send_message(request: HttpRequest, workflow_id: WorkflowId, payload: S
 )
 async def edit_round(
     request: HttpRequest, workflow_id: WorkflowId, round: RoundNumber, payload: EditIn
-) -> Status:
+) -> Status[dict[str, Any]]:
     """Edit the message of an earlier round and run it again: a new round with copies of
     that round's uploads, which sees only the rounds before it (the earlier round stays)."""
     return await start(
@@ -120,7 +124,7 @@ async def edit_round(
 )
 async def regenerate_round(
     request: HttpRequest, workflow_id: WorkflowId, round: RoundNumber
-) -> Status:
+) -> Status[dict[str, Any]]:
     """Run an earlier round's message again as it was, for a new answer (a new round)."""
     await database_sync_to_async(selectors.workflow_get)(
         user=caller(request).user, workflow_id=workflow_id

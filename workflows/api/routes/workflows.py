@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -11,10 +11,10 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Path, Query, Router, Status
 from pydantic import AfterValidator
 
-from workflows import exports, selectors, services
+from workflows import exports, rates, selectors, services
 from workflows.api import shapes
 from workflows.api.auth import READ, RUN, caller
-from workflows.api.errors import Problem, invalid, responses
+from workflows.api.errors import Problem, invalid, rate_limited, responses
 from workflows.api.schemas import (
     BIGINT,
     NO_NUL,
@@ -35,7 +35,7 @@ RoundNumber = Annotated[int, Path(ge=1, le=2**31 - 1, description="A round's num
 
 
 @router.get("/me", response=MeOut, auth=READ, operation_id="me", summary="Who calls")
-def me(request: HttpRequest) -> dict:
+def me(request: HttpRequest) -> dict[str, Any]:
     """Who the caller is, and the token the request came with."""
     principal = caller(request)
     token = principal.token
@@ -63,7 +63,7 @@ def list_workflows(
     ] = "",
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
-) -> dict:
+) -> dict[str, Any]:
     """The caller's workflows, newest activity first; with `q`, those whose title or any
     message holds every word of it (case-insensitive), as the sidebar's search finds them."""
     user = caller(request).user
@@ -81,7 +81,7 @@ def list_workflows(
     operation_id="create_workflow",
     openapi_extra={"responses": responses(422)},
 )
-def create_workflow(request: HttpRequest, payload: WorkflowCreateIn) -> Status:
+def create_workflow(request: HttpRequest, payload: WorkflowCreateIn) -> Status[dict[str, Any]]:
     """Create an idle workflow in a mode, with a step limit per task."""
     form = WorkflowCreateForm(
         {
@@ -93,7 +93,7 @@ def create_workflow(request: HttpRequest, payload: WorkflowCreateIn) -> Status:
     if not form.is_valid():  # the page's own rules, named by the API's field names
         names = {"max_steps": "maxSteps"}
         field, problems = next(iter(form.errors.items()))
-        raise invalid(names.get(field, field), " ".join(problems))
+        raise invalid(names.get(field, field), " ".join(str(p) for p in problems))
     workflow = services.workflow_create(
         owner=caller(request).user,
         title=form.cleaned_data["title"],
@@ -106,7 +106,7 @@ def create_workflow(request: HttpRequest, payload: WorkflowCreateIn) -> Status:
 @router.get(
     "/workflows/{workflow_id}", response=WorkflowOut, auth=READ, operation_id="get_workflow"
 )
-def get_workflow(request: HttpRequest, workflow_id: WorkflowId) -> dict:
+def get_workflow(request: HttpRequest, workflow_id: WorkflowId) -> dict[str, Any]:
     """One of the caller's workflows."""
     return shapes.workflow_out(
         selectors.workflow_get(user=caller(request).user, workflow_id=workflow_id)
@@ -122,7 +122,7 @@ def get_workflow(request: HttpRequest, workflow_id: WorkflowId) -> dict:
 )
 async def rename_workflow(
     request: HttpRequest, workflow_id: WorkflowId, payload: WorkflowRenameIn
-) -> dict:
+) -> dict[str, Any]:
     """Give a workflow a new title; its open pages follow."""
     user = caller(request).user
     workflow = await database_sync_to_async(selectors.workflow_get)(
@@ -134,6 +134,8 @@ async def rename_workflow(
         )
     except ValueError as error:
         raise invalid("title", str(error)) from error
+    except rates.Limited as limited:
+        raise rate_limited(str(limited.refusal), limited.retry_after) from None
     await broadcast.broadcast(renamed)
     return shapes.workflow_out(workflow)
 
@@ -145,7 +147,7 @@ async def rename_workflow(
     operation_id="delete_workflow",
     openapi_extra={"responses": responses(409)},
 )
-async def delete_workflow(request: HttpRequest, workflow_id: WorkflowId) -> Status:
+async def delete_workflow(request: HttpRequest, workflow_id: WorkflowId) -> Status[None]:
     """Delete a workflow with its messages, events and documents (not while it runs)."""
     user = caller(request).user
     workflow = await database_sync_to_async(selectors.workflow_get)(

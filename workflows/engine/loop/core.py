@@ -164,6 +164,7 @@ class RoundContext:
         """Close a step with its status (from its action record) and its telemetry."""
         return StepEvent(
             **step.position(),
+            # Ignored for mypy below: a closed step's status is a final one.
             status="failed" if step.status == "started" else step.status,  # type: ignore[arg-type]
             step=step.number,
             method=step.method,
@@ -220,6 +221,7 @@ class RoundContext:
 
     def status(self, code: str, reason: str, *, task: int = 0, action: int = 0) -> StatusEvent:
         """A status event at this round's position."""
+        # Ignored for mypy below: the engine's stop codes are StatusEvent's.
         return StatusEvent(round=self.round, task=task, action=action, code=code, reason=reason)  # type: ignore[arg-type]
 
     def usage(self, usage: Usage, *, task: int = 0, action: int = 0) -> UsageEvent:

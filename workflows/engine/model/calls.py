@@ -11,7 +11,12 @@ from workflows.engine.loop.core import Out, Rejected, RoundContext
 from workflows.engine.model.formats import holds_json, valid_values
 from workflows.engine.model.reports import TIMEOUT_HINT
 from workflows.engine.prompting.narrowed import asked_as, plain
-from workflows.engine.prompting.prompts import cache_first, correction, unfinished_correction
+from workflows.engine.prompting.prompts import (
+    cache_first,
+    correction,
+    format_first,
+    unfinished_correction,
+)
 from workflows.engine.prompting.selection import unavailable_actions
 from workflows.engine.prompting.shared import SHARED_KINDS, answers_section, now_line, shared_layout
 from workflows.engine.records.events import DeltaEvent, ErrorEvent, Event
@@ -65,6 +70,7 @@ def rejected_proposal(
         round=ctx.round,
         task=task,
         action=action,
+        # Ignored for mypy below: a rejection's kind is one of ErrorEvent's kinds.
         kind=error.kind,  # type: ignore[arg-type]
         message=f"{what} was rejected: {error.told[:1_500]}. {then}",
         retrying=True,
@@ -146,6 +152,8 @@ async def ask(
         output = asked_as(output, "answer_after" if key else "object")
     elif layout != "narrow":  # a hosted provider: laid out for its prompt cache
         messages = cache_first(messages)
+    else:  # a local server: how the answer is written before the data, for its prefix cache
+        messages = format_first(messages)
     prompt = list(messages)
     for attempt in (1, 2):
         raw, kind_of_error, unfinished, advice = "", "validation", False, ""
@@ -189,7 +197,7 @@ async def ask(
             round=ctx.round,
             task=task,
             action=action,
-            kind=kind_of_error,  # type: ignore[arg-type]
+            kind=kind_of_error,  # type: ignore[arg-type]  # one of ErrorEvent's kinds, chosen above
             message=f"{what}: {told}",
             retrying=attempt == 1,
             detail=advice,

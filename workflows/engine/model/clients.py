@@ -131,6 +131,7 @@ def _rehearsal_reply(request: http.Request) -> http.Response:
     """What the in-process transport of a rehearsal client answers: a completion, or its chunks."""
     content = '{"answer": "ready"}'
     usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    # Ignored for mypy below: the details are a nested object, as on the wire.
     usage["prompt_tokens_details"] = {"cached_tokens": 0}  # type: ignore[assignment]
     head = {"id": "rehearsal", "created": 0, "model": "rehearsal"}
     if not json.loads(request.content).get("stream"):

@@ -92,7 +92,7 @@ DEFAULT_MAX_TOKENS = 2_000
 """Calls of other kinds (the actions' own, such as ai.process)."""
 _MAX_TOKENS_ERROR = re.compile(r"max_tokens", re.IGNORECASE)
 
-_ACCEPTED: dict[tuple[str, str], ResponseFormat] = {}
+_ACCEPTED: dict[tuple[str | None, str], ResponseFormat] = {}
 """Per server and model, the richest response format it accepted (absent: not yet refused)."""
 
 
@@ -106,7 +106,7 @@ class OpenAICompatibleLLM:
     def __init__(
         self,
         *,
-        base_url: str,
+        base_url: str | None,
         api_key: str,
         model: str,
         timeout: float = 60.0,

@@ -63,6 +63,7 @@ def plain(value: M) -> M:
     if base is None:
         return value
     values = value.model_dump(by_alias=True, exclude_unset=True)  # defaults stay the plain one's
+    # Ignored for mypy below: the plain model M narrows, by _PLAIN.
     return base.model_validate(values)  # type: ignore[return-value]
 
 
@@ -79,7 +80,7 @@ def _selection_fields(
     elif references:
         shown = references[-REFERENCES_SHOWN:]
         fields["requiredInputDocuments"] = (
-            list[_choice(shown)],  # type: ignore[misc]
+            list[_choice(shown)],  # type: ignore[misc]  # a Literal built at run time
             Field(default_factory=list, max_length=min(len(shown), REFERENCES_PER_ACTION)),
         )
     else:
@@ -208,6 +209,7 @@ def review_output(criteria: tuple[str, ...], *, answering: bool = False) -> type
     it has none), the improvements few; `answering`: it may carry the answer to the user."""
     met: Any = (list[Line], Field(default_factory=list, max_length=0))
     if criteria:
+        # Ignored for mypy below: a Literal built at run time.
         met = (list[_choice(criteria)], Field(default_factory=list, max_length=len(criteria)))  # type: ignore[misc]
     return _narrowed(
         AnsweringReview if answering else TaskReview,
@@ -309,7 +311,7 @@ def _taskplan(
         successCriteria=(list[Line], Field(default_factory=list, max_length=3)),
     )
     tasks: Any = (
-        list[item],  # type: ignore[valid-type]
+        list[item],  # type: ignore[valid-type]  # a model class built at run time
         Field(default_factory=list, min_length=0 if direct else 1, max_length=max_tasks),
     )
     fields: dict[str, Any] = {"tasks": tasks}
@@ -352,5 +354,6 @@ def actionplan_output(
     planned = _narrowed(PlannedAction, **fields)
     return _narrowed(
         ActionPlan,
+        # Ignored for mypy below: a model class built at run time.
         actions=(list[planned], Field(min_length=1, max_length=max(1, max_actions))),  # type: ignore[valid-type]
     )

@@ -90,15 +90,47 @@ def cache_first(messages: Sequence[Message]) -> list[Message]:
     end of the system message (a short pointer stays in its place), so everything before the
     request is the same across the calls of a kind and across runs. Prompts without a system
     message or an instruction are returned as they are."""
-    out: list[Message] = [{"role": m["role"], "content": m["content"]} for m in messages]
-    if len(out) < 2 or out[0]["role"] != "system" or out[-1]["role"] != "user":
-        return out
-    data, found, instruction = out[-1]["content"].partition(NOW)
-    if not found:
-        return out
-    out[0]["content"] += NOW + instruction
-    out[-1]["content"] = data + ANSWER_NOW
+    out, index = _instructed(messages)
+    if index:
+        data, _, instruction = out[index]["content"].partition(NOW)
+        out[0]["content"] += NOW + instruction
+        out[index]["content"] = data + ANSWER_NOW
     return out
+
+
+ANSWER_FORMAT = "\n\n## Answer format\n"
+"""Where a narrow layout's system message says how the answer of its kind is written."""
+_FORMAT_STARTS = "Answer with one JSON object"
+FORMAT_POINTER = 'Write the answer as "## Answer format" in the system message says.'
+
+
+def format_first(messages: Sequence[Message]) -> list[Message]:
+    """A local server's prompt laid out stable → volatile, for its prefix cache: the part of
+    "## Now" that says how the answer is written (the same for every call of a kind, hundreds
+    of tokens a server would otherwise evaluate at every call) moves to the end of the system
+    message under "## Answer format", before the request and the steps; what to do now stays
+    last in the user message, where a small model reads it best, with a pointer to the format.
+    Prompts without a system message or such an instruction are returned as they are."""
+    out, index = _instructed(messages)
+    if index:
+        data, _, instruction = out[index]["content"].partition(NOW)
+        task, starts, form = instruction.partition(_FORMAT_STARTS)
+        if starts:
+            out[0]["content"] += ANSWER_FORMAT + starts + form.rstrip()
+            now = f"{task.rstrip()}\n{FORMAT_POINTER}".lstrip("\n")
+            out[index]["content"] = f"{data}{NOW}{now}"
+    return out
+
+
+def _instructed(messages: Sequence[Message]) -> tuple[list[Message], int]:
+    """A copy of the messages, and the index of the user message holding the "## Now"
+    instruction (0 when the prompt has no system message or no such message). A conversation
+    that goes on after it (a catalog search's answer) keeps its earlier messages as sent."""
+    out: list[Message] = [{"role": m["role"], "content": m["content"]} for m in messages]
+    if len(out) < 2 or out[0]["role"] != "system":
+        return out, 0
+    found = [i for i, m in enumerate(out) if i and m["role"] == "user" and NOW in m["content"]]
+    return out, found[-1] if found else 0
 
 
 def render_unavailable(unavailable: Mapping[str, str]) -> str:

@@ -1,5 +1,7 @@
 """Seal every connection's secret under the site's current SECRET_KEY (after a rotation)."""
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
@@ -13,8 +15,8 @@ class Command(BaseCommand):
         "rotating the key (the old one in SECRET_KEY_FALLBACKS), then drop the fallback."
     )
 
-    def handle(self, *args, **options) -> None:
-        resealed, unreadable = 0, []
+    def handle(self, *args: Any, **options: Any) -> None:
+        resealed, unreadable = 0, list[str]()
         for pk in Connection.objects.exclude(secret="").values_list("pk", flat=True):
             # One row at a time, under its lock: a secret its owner changes meanwhile is
             # read as it is then, never overwritten with the one read before.

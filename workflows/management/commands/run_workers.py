@@ -11,6 +11,8 @@ import asyncio
 import logging
 import signal
 import socket
+from argparse import ArgumentParser
+from typing import Any
 
 from channels.db import database_sync_to_async
 from dbos import DBOS
@@ -29,7 +31,7 @@ class Command(BaseCommand):
         "Start as many as you like, each with its own --executor-id."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument(
             "--executor-id",
             default=None,
@@ -37,7 +39,7 @@ class Command(BaseCommand):
             "A restarted worker must keep it to resume its rounds.",
         )
 
-    def handle(self, *args, executor_id: str | None, **options) -> None:
+    def handle(self, *args: Any, executor_id: str | None, **options: Any) -> None:
         if not settings.REDIS_URL:
             raise CommandError("run_workers needs REDIS_URL (viewers on web processes watch runs)")
         name = executor_id or worker_name()
@@ -53,7 +55,7 @@ class Command(BaseCommand):
         ).values():
             for envelope in stored:
                 await broadcast.broadcast(envelope)
-        assert runner.round_workflow  # registered before DBOS launches
+        assert callable(runner.round_workflow)  # registered (by the import) before DBOS launches
         await setup.warm_up()  # the first round neither imports the model client nor creates it
         try:
             await durable.launch(queues=[durable.ROUNDS_QUEUE], executor_id=name)

@@ -12,12 +12,14 @@ import os
 import signal
 import socket
 import sys
+from argparse import ArgumentParser
 from contextlib import suppress
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
 from dbos import DBOS
-from dbos._error import DBOSAwaitedWorkflowCancelledError
+from dbos import error as dbos_error
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
@@ -27,6 +29,9 @@ from workflows.execution import durable, launcher, settle, setup
 from workflows.execution.checkpoints import question_topic
 from workflows.execution.runner import OBSERVERS, start
 from workflows.models import ChatWorkflow
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 EXIT_BAD_ARGUMENTS = 2
 
@@ -40,7 +45,7 @@ class Command(BaseCommand):
         "Exit status: 0 completed, 1 failed or stopped, 2 bad arguments."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("task", help="The task, as a user would write it.")
         parser.add_argument("--mode", choices=[m.value for m in ChatWorkflow.Mode], default="react")
         parser.add_argument(
@@ -77,7 +82,7 @@ class Command(BaseCommand):
             help="Reject every action that waits for approval (the default).",
         )
 
-    def execute(self, *args, **options):
+    def execute(self, *args: Any, **options: Any) -> str | None:
         try:
             return super().execute(*args, **options)
         except CommandError as error:  # argument and input problems: exit status 2
@@ -85,7 +90,16 @@ class Command(BaseCommand):
             sys.exit(EXIT_BAD_ARGUMENTS)
 
     def handle(
-        self, *args, task, mode, document, user, max_steps, extend, approve, **options
+        self,
+        *args: Any,
+        task: str,
+        mode: str,
+        document: list[str],
+        user: str | None,
+        max_steps: int | None,
+        extend: int,
+        approve: bool,
+        **options: Any,
     ) -> None:
         if not task.strip():
             raise CommandError("the task is empty")
@@ -94,7 +108,7 @@ class Command(BaseCommand):
         if not 0 <= extend <= 50:
             raise CommandError("--extend must be between 0 and 50")
         self.answers = {"extend": extend, "approve": approve}
-        self.sending: set[asyncio.Task] = set()
+        self.sending: set[asyncio.Task[None]] = set()
         self.asked = 0
         files = read_files([Path(path) for path in document])  # before anything is stored
         owner = self.owner(user)
@@ -118,9 +132,7 @@ class Command(BaseCommand):
                 self.run = durable.RunRef.of(workflow)
                 status = asyncio.run(self.run_round(self.run, message.pk))
             except KeyboardInterrupt:  # before the loop could stop the run: it never started
-                for stored in settle.run_end(
-                    workflow.pk, ChatWorkflow.Status.STOPPED, INTERRUPTED_BEFORE_START
-                ):
+                for stored in settle.run_end(workflow.pk, "stopped", INTERRUPTED_BEFORE_START):
                     self.print_event(stored)
                 status = ChatWorkflow.Status.STOPPED
         finally:
@@ -142,7 +154,7 @@ class Command(BaseCommand):
         try:
             if interrupted.is_set():
                 for stored in await database_sync_to_async(settle.run_end)(
-                    workflow_id, ChatWorkflow.Status.STOPPED, INTERRUPTED_BEFORE_START
+                    workflow_id, "stopped", INTERRUPTED_BEFORE_START
                 ):
                     self.print_event(stored)
                 return ChatWorkflow.Status.STOPPED
@@ -150,7 +162,7 @@ class Command(BaseCommand):
             stopper = asyncio.create_task(self.stop_when(interrupted, workflow_id))
             try:
                 return await handle.get_result()
-            except DBOSAwaitedWorkflowCancelledError:  # stopped, here or in the app
+            except dbos_error.DBOSAwaitedWorkflowCancelledError:  # stopped, here or in the app
                 return await launcher.wait_for(workflow_id) or ChatWorkflow.Status.STOPPED
             finally:
                 stopper.cancel()
@@ -163,7 +175,7 @@ class Command(BaseCommand):
         with suppress(launcher.CommandRefused):
             await launcher.request_stop(workflow_id=workflow_id)
 
-    def owner(self, username: str | None):
+    def owner(self, username: str | None) -> User:
         User = get_user_model()
         if username is None:
             # An account no one signs in as (ensure_first_account does not count it).

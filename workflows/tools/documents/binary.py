@@ -162,7 +162,8 @@ def _numbering(paragraph: Paragraph) -> tuple[str | None, int | None]:
         holders.append(style.element)
         style = style.base_style
     for holder in holders:
-        num_pr = holder.pPr.numPr if holder.pPr is not None else None
+        # python-docx declares w:numPr's children as ZeroOrOne descriptors, not their types.
+        num_pr: Any = holder.pPr.numPr if holder.pPr is not None else None
         if num_pr is not None and num_pr.numId is not None:
             ilvl = num_pr.ilvl.val if num_pr.ilvl is not None else None
             return str(num_pr.numId.val), ilvl

@@ -30,7 +30,7 @@ class Extracted(BaseModel):
     truncated: bool = False
     """True when the page or character cap cut the text short."""
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy's known limit on decorated properties
     @property
     def text(self) -> str:
         """All sections' text, in order."""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 from fpdf import FPDF, FontFace, TextStyle
 from markdown_it import MarkdownIt
@@ -67,7 +68,7 @@ def _parser() -> MarkdownIt:
 
 
 def _styles(mono: str) -> dict[str, FontFace]:
-    heading = {"color": "#1d2430", "font_style": "B", "b_margin": 0.4}
+    heading: dict[str, Any] = {"color": "#1d2430", "font_style": "B", "b_margin": 0.4}
     return {
         "h1": TextStyle(font_size_pt=18, t_margin=2, **heading),
         "h2": TextStyle(font_size_pt=14, t_margin=6, **heading),
@@ -127,7 +128,7 @@ def _prepare(tokens: list[Token], safe: Callable[[str], str]) -> list[Token]:
     in_item = 0
     for index, token in enumerate(tokens):
         if token.type in ("th_open", "td_open"):
-            align = (token.attrGet("style") or "").removeprefix("text-align:")
+            align = str(token.attrGet("style") or "").removeprefix("text-align:")
             token.attrs = {"align": align or "left"}
         elif token.type in ("list_item_open", "list_item_close"):
             in_item += token.nesting

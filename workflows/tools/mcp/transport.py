@@ -28,15 +28,22 @@ from workflows.tools.web.addresses import (
 
 
 class ServerSpec(Protocol):
-    """What reaching a server needs of its configuration (mcp.McpServer)."""
+    """What reaching a server needs of its configuration (mcp.McpServer), read only."""
 
-    name: str
-    command: Sequence[str]
-    env: Mapping[str, str]
-    url: str
-    headers: Mapping[str, str]
-    timeout: float
-    owner: int | None
+    @property
+    def name(self) -> str: ...
+    @property
+    def command(self) -> Sequence[str]: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def timeout(self) -> float: ...
+    @property
+    def owner(self) -> int | None: ...
 
 
 CONNECT_SECONDS = 20.0
@@ -101,7 +108,7 @@ def transport_of(
         from mcp.client.stdio import stdio_client
 
         parameters = StdioServerParameters(
-            command=server.command[0], args=list(server.command[1:]), env=server.env or None
+            command=server.command[0], args=list(server.command[1:]), env=dict(server.env) or None
         )
         return parameters if errlog is None else stdio_client(parameters, errlog=errlog)
     from mcp.client.streamable_http import streamable_http_client
@@ -121,7 +128,7 @@ def transport_of(
         event_hooks={"response": [hear]},
         transport=PinnedTransport(network, host, pinned) if pinned else network,
     )
-    sized = {"max_sse_event_size": response_bytes} if response_bytes else {}
+    sized: dict[str, Any] = {"max_sse_event_size": response_bytes} if response_bytes else {}
     return _HttpTransport(streamable_http_client(server.url, http_client=client, **sized), client)
 
 

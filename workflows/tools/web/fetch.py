@@ -93,6 +93,14 @@ def _no_cookies() -> CookieJar:
     return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
 
 
+class _Robots(RobotFileParser):
+    """A robots.txt parser, with the two switches `can_fetch` reads declared (the standard
+    library sets and reads them; its stubs leave them out)."""
+
+    allow_all: bool
+    disallow_all: bool
+
+
 class SafeFetcher:
     """Fetches web pages under the limits of ToolSettings. Use as an async context manager."""
 
@@ -336,7 +344,7 @@ class SafeFetcher:
         """Read robots.txt with this same fetcher; per RFC 9309 a 4xx allows all, and an
         unreachable or failing robots.txt disallows all."""
         url = f"{target.site}/robots.txt"
-        parser = RobotFileParser(url)
+        parser = _Robots(url)
         try:
             page = await self._follow(url, types=None, robots=False, limit=ROBOTS_MAX_BYTES)
         except (FetchError, httpx.HTTPError):
