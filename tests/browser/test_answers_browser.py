@@ -234,7 +234,9 @@ def test_an_answer_streams_as_markdown_copies_as_markdown_and_the_page_keeps_its
     page.click(f"{answer} header .copy-button")
     page.wait_for_selector(f"{answer} header .copy-button:has-text('Copied')")
     copied = page.evaluate("navigator.clipboard.readText()")
-    assert copied == ANSWER
+    # The answer as written, then the host's note of its check against the sources (a quote
+    # the page shows under it, part of the stored answer).
+    assert copied.startswith(ANSWER + "\n\n> Checked against the sources: "), copied
     assert "1. Revenue" in copied and "## Revenue" in copied and f"```python\n{CODE}\n```" in copied
     rich = page.evaluate("""async () => {
       const [item] = await navigator.clipboard.read();
