@@ -24,12 +24,8 @@ from workflows.engine.records.events import (
     MessageEvent,
     event_adapter,
 )
-from workflows.engine.records.protocols import (
-    ActionResult,
-    ProducedDocument,
-    describe_error,
-    result_label,
-)
+from workflows.engine.records.protocols import ActionResult, ProducedDocument, describe_error
+from workflows.engine.records.references import result_label
 from workflows.engine.records.schemas import ActionParameters, ActionSelection, Thought
 from workflows.engine.records.state import Caps, HistoryEntry, Policy
 from workflows.engine.testing import (
@@ -362,7 +358,8 @@ def test_the_documents_index_stays_bounded_in_a_long_workflow() -> None:
     """This round's documents are listed, the newest of earlier rounds too; older ones are
     counted (and still resolvable), and a long list is cut: the section stops growing."""
     from workflows.engine.prompting.prompts import render_documents
-    from workflows.engine.records.protocols import DocumentRef, resolve_references
+    from workflows.engine.records.protocols import DocumentRef
+    from workflows.engine.records.references import resolve_references
 
     def refs(rounds: int) -> list[DocumentRef]:
         return [
@@ -383,7 +380,8 @@ def test_the_documents_index_stays_bounded_in_a_long_task() -> None:
     """A task of many actions in one round: this round's newest labels are listed, its
     earlier results counted (and still resolvable), so the prompt stops growing."""
     from workflows.engine.prompting.prompts import render_documents
-    from workflows.engine.records.protocols import DocumentRef, resolve_references
+    from workflows.engine.records.protocols import DocumentRef
+    from workflows.engine.records.references import resolve_references
 
     def refs(actions: int) -> list[DocumentRef]:
         return [

@@ -8,7 +8,8 @@ import pytest
 from pydantic import BaseModel
 
 from tests.tools._documents_helpers import context, make_pdf, pdf_text
-from workflows.engine.records.protocols import ActionContext, result_label
+from workflows.engine.records.protocols import ActionContext
+from workflows.engine.records.references import result_label
 from workflows.engine.testing import ScriptedLLM
 from workflows.tools import ToolRegistry
 from workflows.tools.documents.actions import DocumentExtractParameters

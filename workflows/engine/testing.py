@@ -28,6 +28,7 @@ from workflows.engine.records.protocols import (
     T,
     TextCompletion,
     Tool,
+    ToolBase,
     Usage,
     WebFinding,
     describe_error,
@@ -312,7 +313,7 @@ async def _report(params: Any, ctx: ActionContext) -> ActionResult:
 
 
 @dataclass
-class FakeTool:
+class FakeTool(ToolBase):
     """One catalog entry with a scripted behaviour."""
 
     name: str
@@ -364,6 +365,10 @@ class FakeToolExecutor:
             if behaviours and tool.name in behaviours:
                 tool.behaviour = behaviours[tool.name]
         self.calls: list[ExecutedCall] = []
+
+    def unavailable(self) -> dict[str, str]:
+        """Nothing is missing from the fake catalog (subclasses say what is)."""
+        return {}
 
     def tools(self) -> Sequence[Tool]:
         """Every fake tool, in catalog order."""

@@ -15,7 +15,7 @@ from django.utils import timezone
 from workflows import pricing, selectors
 from workflows.engine.model import warming
 from workflows.engine.model.money import Prices
-from workflows.engine.records.protocols import LLM, ToolExecutor
+from workflows.engine.records.protocols import LLM, ToolExecutor, Warmable
 from workflows.engine.records.state import Budgets, ConnectionInfo, HistoryEntry, Policy, RoundState
 from workflows.models import ChatMessage, ChatWorkflow, default_max_steps
 from workflows.tools.documents import isolation
@@ -70,17 +70,24 @@ async def warm_up() -> None:
         return
     import anyio
 
+    from workflows.engine.model.llm import OpenAICompatibleLLM
+    from workflows.engine.model.staged import StagedLLM
+
     await anyio.sleep(0)  # loads the async backend the client's first request would load
     llm = build_llm()
     try:
-        if warm := getattr(llm, "warm", None):
-            await warm()  # a call rehearsed through the SDK, without a request
+        if isinstance(llm, Warmable):
+            await llm.warm()  # a call rehearsed through the SDK, without a request
         warming.prepare_answers(
             build_tools(connection_kinds=set()),
             schemas=call_schemas(),
             max_steps=default_max_steps(),
             policy=policy([]),
-            fmt=getattr(llm, "response_format", "json_schema"),
+            fmt=(
+                llm.response_format
+                if isinstance(llm, OpenAICompatibleLLM | StagedLLM)
+                else "json_schema"
+            ),
         )
     except Exception:
         logger.warning(

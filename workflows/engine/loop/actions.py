@@ -28,11 +28,13 @@ from workflows.engine.records.protocols import (
     Completion,
     DocumentRef,
     Message,
-    ReferenceNotFound,
     T,
     TextCompletion,
     Tool,
     Usage,
+)
+from workflows.engine.records.references import (
+    ReferenceNotFound,
     resolve_references,
     result_label,
 )
@@ -49,7 +51,7 @@ def own_connection(ctx: RoundContext, name: str) -> str | None:
     """The user's connection an action works with when Stage 1 named none (their own Tavily
     key for web.search): the first of the tool's kind, if they have one."""
     tool = find_tool(ctx, name)
-    kind = getattr(tool, "connection_kind", None)
+    kind = tool.connection_kind if tool is not None else None
     return next((c.label for c in ctx.state.connections if kind and c.kind == kind), None)
 
 

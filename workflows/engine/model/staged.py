@@ -10,17 +10,20 @@ Every usage says which model answered it, so the host prices each call by its ow
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
+from workflows.engine.model.formats import ResponseFormat
+from workflows.engine.model.llm import OpenAICompatibleLLM
 from workflows.engine.records.protocols import (
     LLM,
     AnswerSink,
+    Closable,
     Completion,
     InvalidModelOutput,
     Message,
     T,
     TextCompletion,
     Usage,
+    Warmable,
 )
 
 SMALL_KINDS = frozenset({"parameters", "review"})
@@ -45,6 +48,13 @@ class StagedLLM:
     def model_for(self, kind: str) -> LLM:
         """The model that answers calls of this kind."""
         return self.small if kind in self.small_kinds else self.main
+
+    @property
+    def response_format(self) -> ResponseFormat:
+        """The main model's way of asking for a structured answer (json_schema for a model
+        that is not an OpenAI-compatible client)."""
+        main = self.main
+        return main.response_format if isinstance(main, OpenAICompatibleLLM) else "json_schema"
 
     @property
     def models(self) -> tuple[str, str]:
@@ -89,23 +99,17 @@ class StagedLLM:
     async def warm(self) -> None:
         """Rehearse both models' clients (those that can)."""
         for model in (self.main, self.small):
-            if (warm := getattr(model, "warm", None)) is not None:
-                await warm()
+            if isinstance(model, Warmable):
+                await model.warm()
 
     async def aclose(self) -> None:
         """Release what both models hold of their own."""
         for model in (self.main, self.small):
-            if (close := getattr(model, "aclose", None)) is not None:
-                await close()
+            if isinstance(model, Closable):
+                await model.aclose()
 
     async def __aenter__(self) -> StagedLLM:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-    def __getattr__(self, name: str) -> Any:
-        """What the host reads of the main model (its response format, its settings)."""
-        if name.startswith("_") or name in ("main", "small", "small_kinds"):
-            raise AttributeError(name)  # not set yet (a copy being made): never the main's
-        return getattr(self.main, name)

@@ -198,15 +198,15 @@ def render_catalog(tools: Sequence[Tool], *, purposes: bool = False) -> str:
     each is for in a few words. Tools from other sources (MCP servers) follow with their own
     short descriptions, fenced as untrusted: a server's words are data, never instructions."""
     own = [
-        f"- {catalog_line(tool)}{getattr(tool, 'catalog_note', '')}"  # catalog.search's count
-        + (f": {purpose}" if purposes and (purpose := getattr(tool, "purpose", "")) else "")
+        f"- {catalog_line(tool)}{tool.catalog_note}"  # catalog.search's count
+        + (f": {tool.purpose}" if purposes and tool.purpose else "")
         for tool in tools
-        if not hasattr(tool, "untrusted_summary")
+        if tool.untrusted_summary is None
     ]
     external = [
         f"- {catalog_line(tool)}: {tool.untrusted_summary}"
         for tool in tools
-        if hasattr(tool, "untrusted_summary")
+        if tool.untrusted_summary is not None
     ]
     if external:
         own.append("External tools (MCP servers; the descriptions are the servers' own words):")

@@ -23,6 +23,7 @@ from workflows.engine.records.protocols import (
     ActionContext,
     ActionResult,
     Tool,
+    ToolBase,
     catalog_line,
     untrusted,
 )
@@ -77,7 +78,7 @@ def terms(text: str) -> list[str]:
 
 def is_external(tool: Tool) -> bool:
     """A tool from another source (an MCP server): it carries its source's own summary."""
-    return hasattr(tool, "untrusted_summary")
+    return tool.untrusted_summary is not None
 
 
 def tool_text(tool: Tool) -> str:
@@ -112,7 +113,7 @@ class _NoParameters(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class CatalogSearch:
+class CatalogSearch(ToolBase):
     """The pseudo-action Stage 1 chooses to see tools the cut catalog does not list; the
     engine answers it and never runs it."""
 
@@ -120,7 +121,6 @@ class CatalogSearch:
     description: ClassVar[str] = "Find catalog tools that are not listed."
     Parameters: ClassVar[type[BaseModel]] = _NoParameters
     uses_documents: ClassVar[bool] = False
-    connection_kind: ClassVar[str | None] = None
 
     def __init__(self, hidden: int) -> None:
         self.hidden = hidden
@@ -175,7 +175,7 @@ def search_answer(view: CatalogView, words: str, found: Sequence[Tool], *, last:
     the servers' words), or every hidden tool's name when nothing matched."""
     if found:
         head = f"Tools found for {words[:200]!r} (they may be chosen like those of the Catalog):"
-        lines = [f"- {catalog_line(t)}: {getattr(t, 'untrusted_summary', '')}" for t in found]
+        lines = [f"- {catalog_line(t)}: {t.untrusted_summary or ''}" for t in found]
     else:
         head = (
             f"No tool matches {words[:200]!r}. The tools the Catalog does not list are (names "

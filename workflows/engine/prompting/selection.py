@@ -18,13 +18,8 @@ from workflows.engine.prompting.prompts import (
     selection_format,
 )
 from workflows.engine.records.events import Event
-from workflows.engine.records.protocols import (
-    DocumentRef,
-    Message,
-    ReferenceNotFound,
-    Tool,
-    resolve_references,
-)
+from workflows.engine.records.protocols import DocumentRef, Message, Tool
+from workflows.engine.records.references import ReferenceNotFound, resolve_references
 from workflows.engine.records.schemas import (
     FORBIDDEN_PARAMETER_NAMES,
     ActionSelection,
@@ -44,12 +39,10 @@ def task_tools(ctx: RoundContext, task: TaskState) -> list[Tool]:
 def unavailable_actions(ctx: RoundContext, task_type: str = "general") -> dict[str, str]:
     """The actions a task of this type could use if they were available here, each with the
     reason it is not (no search provider, a failing server): from the executor's
-    `unavailable()`, when it has one."""
-    report = getattr(ctx.tools, "unavailable", None)
-    found: dict[str, str] = report() if callable(report) else {}
+    `unavailable()`."""
     return {
         name: reason
-        for name, reason in found.items()
+        for name, reason in ctx.tools.unavailable().items()
         if is_allowed(ctx.state.policy, task_type, name)
     }
 

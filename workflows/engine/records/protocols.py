@@ -10,7 +10,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -95,6 +95,26 @@ class LLM(Protocol):
     ) -> AsyncIterator[str | Usage]:
         """Yield text deltas as they arrive, then one final Usage (`key`: the message being
         streamed, for hosts that send the pieces on themselves)."""
+        ...
+
+
+@runtime_checkable
+class Warmable(Protocol):
+    """An optional capability of a model: its client can rehearse a call before the first
+    round (the OpenAI-compatible client, a staged pair of models)."""
+
+    async def warm(self) -> None:
+        """Rehearse a call through the client, without a request."""
+        ...
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """An optional capability of a model (or a source of tools): it holds resources of its
+    own, released when the run ends."""
+
+    async def aclose(self) -> None:
+        """Release what it holds of its own."""
         ...
 
 
@@ -220,42 +240,6 @@ class DocumentStore(Protocol):
         ...
 
 
-class ReferenceNotFound(ValueError):
-    """A docList:/docItem: reference names nothing this workflow holds."""
-
-
-_DOC_ITEM = re.compile(r"^docItem:(?P<id>[^:]+)(?::(?P<name>.*))?$")
-
-
-def resolve_references(refs: Sequence[str], index: Sequence[DocumentRef]) -> list[DocumentRef]:
-    """Resolve docList:/docItem: references against the workflow's own documents, in order.
-
-    Deterministic: a docList gives its documents oldest first; duplicates are dropped.
-    Raises ReferenceNotFound for anything that does not match.
-    """
-    found: dict[str, DocumentRef] = {}
-    for raw in refs:
-        ref = raw.strip()
-        if ref.startswith("docList:"):
-            label = ref.removeprefix("docList:")
-            matches = [doc for doc in index if doc.label == label]
-        elif match := _DOC_ITEM.match(ref):
-            matches = [doc for doc in index if doc.id == match["id"]]
-        else:
-            raise ReferenceNotFound(f"{ref!r} is not a docList:<label> or docItem:<id>:<name>")
-        if not matches:
-            raise ReferenceNotFound(f"{ref!r} names no document of this workflow")
-        for doc in matches:
-            found.setdefault(doc.id, doc)
-    return list(found.values())
-
-
-def result_label(round: int, task: int, action: int, label: str) -> str:
-    """The deterministic label of an action's documents: round{r}_task{t}_action{a}_{label}."""
-    safe = re.sub(r"[^A-Za-z0-9]+", "_", label).strip("_").lower() or "results"
-    return f"round{round}_task{task}_action{action}_{safe}"
-
-
 def untrusted(source: str, text: str) -> str:
     """Fence text from the web or a document so the model treats it as data, not orders."""
     source = re.sub(r"[<>\r\n]+", " ", source).strip()[:200]  # a name cannot break the fence
@@ -337,11 +321,40 @@ class Tool(Protocol):
         ...
 
     @property
-    def connection_kind(self) -> str | None: ...
+    def connection_kind(self) -> str | None:
+        """The kind of the user's connection the action works with (None: it needs none)."""
+        ...
+
+    @property
+    def purpose(self) -> str:
+        """What the action is for, in a few words (a small local model's catalog shows it;
+        "" when the tool has none)."""
+        ...
+
+    @property
+    def catalog_note(self) -> str:
+        """Words the catalog adds after the action's line ("" for most tools)."""
+        ...
+
+    @property
+    def untrusted_summary(self) -> str | None:
+        """A tool from another source (an MCP server): its source's own summary, fenced as
+        untrusted text in the catalog. None for the product's own tools."""
+        ...
 
     async def run(self, params: Any, ctx: ActionContext) -> ActionResult:
         """Do the work; failures come back as ActionResult(success=False), not exceptions."""
         ...
+
+
+class ToolBase:
+    """The defaults of a Tool's optional members; the tool classes inherit them and set
+    those they have."""
+
+    connection_kind: str | None = None
+    purpose: ClassVar[str] = ""
+    catalog_note: str = ""
+    untrusted_summary: ClassVar[str | None] = None
 
 
 class ToolExecutor(Protocol):
@@ -349,6 +362,11 @@ class ToolExecutor(Protocol):
 
     def tools(self) -> Sequence[Tool]:
         """The usable tools, in catalog order."""
+        ...
+
+    def unavailable(self) -> dict[str, str]:
+        """The actions a task could use if they were available here, each with the reason it
+        is not (no search provider, a failing server); empty when nothing is missing."""
         ...
 
     async def execute(self, name: str, params: BaseModel, ctx: ActionContext) -> ActionResult:

@@ -17,6 +17,7 @@ from workflows.engine.records.protocols import (
     InvalidModelOutput,
     ModelUnavailable,
     ProducedDocument,
+    ToolBase,
 )
 from workflows.tools.documents.mapreduce import (
     DEMO_NOTE,
@@ -47,7 +48,7 @@ class DocumentExtractParameters(BaseModel):
     plain text and structure."""
 
 
-class DocumentExtract:
+class DocumentExtract(ToolBase):
     """Read documents (PDF, DOCX, HTML, Markdown, text, CSV, JSON) into Markdown."""
 
     name: ClassVar[str] = "document.extract"
@@ -58,7 +59,6 @@ class DocumentExtract:
     )
     Parameters: ClassVar[type[BaseModel]] = DocumentExtractParameters
     uses_documents: ClassVar[bool] = True
-    connection_kind: ClassVar[str | None] = None
 
     async def run(self, params: DocumentExtractParameters, ctx: ActionContext) -> ActionResult:
         """One Markdown document per readable input, previews in the notes; the inputs that

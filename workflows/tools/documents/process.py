@@ -16,6 +16,7 @@ from workflows.engine.records.protocols import (
     InvalidModelOutput,
     ModelUnavailable,
     ProducedDocument,
+    ToolBase,
 )
 from workflows.tools.documents.mapreduce import (
     DEMO_NOTE,
@@ -100,7 +101,7 @@ class AiProcessParameters(BaseModel):
         return list(dict.fromkeys(_FORMAT_ALIASES.get(name, name) for name in names))
 
 
-class AiProcess:
+class AiProcess(ToolBase):
     """Ask the model to work over documents: summarise, analyse, compare, convert."""
 
     name: ClassVar[str] = "ai.process"
@@ -111,7 +112,6 @@ class AiProcess:
     )
     Parameters: ClassVar[type[BaseModel]] = AiProcessParameters
     uses_documents: ClassVar[bool] = True
-    connection_kind: ClassVar[str | None] = None
 
     async def run(self, params: AiProcessParameters, ctx: ActionContext) -> ActionResult:
         """Read the inputs, run the model over them, validate and return each format."""

@@ -22,6 +22,7 @@ from workflows.engine.records.protocols import (
     InvalidModelOutput,
     ModelUnavailable,
     ProducedDocument,
+    ToolBase,
 )
 from workflows.markdown import render_markdown
 from workflows.tools.documents.mapreduce import (
@@ -63,7 +64,7 @@ class DocumentGenerateReportParameters(BaseModel):
     """The report's title; defaults to the task objective."""
 
 
-class DocumentGenerateReport:
+class DocumentGenerateReport(ToolBase):
     """Write a report from documents, with its sources, in Markdown, HTML and PDF."""
 
     name: ClassVar[str] = "document.generateReport"
@@ -74,7 +75,6 @@ class DocumentGenerateReport:
     )
     Parameters: ClassVar[type[BaseModel]] = DocumentGenerateReportParameters
     uses_documents: ClassVar[bool] = True
-    connection_kind: ClassVar[str | None] = None
 
     async def run(
         self, params: DocumentGenerateReportParameters, ctx: ActionContext

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
-from workflows.engine.records.protocols import ActionContext, ActionResult
+from workflows.engine.records.protocols import ActionContext, ActionResult, ToolBase
 from workflows.tools.mcp.results import ResultLimits, redact_values, result_of
 from workflows.tools.mcp.servers import McpServer, redact
 
@@ -131,14 +131,13 @@ def _prompt_property(prop: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-class McpTool:
+class McpTool(ToolBase):
     """One tool of an MCP server, as an action of the catalog."""
 
     name: ClassVar[str]
     description: ClassVar[str]
     Parameters: ClassVar[type[BaseModel]]
     uses_documents: ClassVar[bool] = False
-    connection_kind: ClassVar[str | None] = None
     server: ClassVar[McpServer]
     remote_name: ClassVar[str]
     untrusted_summary: ClassVar[str]

@@ -18,6 +18,7 @@ from workflows.engine.records.protocols import (
     ActionContext,
     ActionResult,
     ProducedDocument,
+    ToolBase,
     WebFinding,
     untrusted,
 )
@@ -56,7 +57,7 @@ class CrawlParameters(BaseModel):
     format: Format = Field("markdown", description="markdown, or text for plain text.")
 
 
-class _WebTool:
+class _WebTool(ToolBase):
     """What the three web tools share: settings, the fetcher, failures as results."""
 
     name: ClassVar[str]
@@ -65,7 +66,6 @@ class _WebTool:
     """What the action is for, in a few words (a small local model's catalog shows it)."""
     Parameters: ClassVar[type[BaseModel]]
     uses_documents: ClassVar[bool] = False
-    connection_kind: ClassVar[str | None] = None
     label: ClassVar[str] = "results"
 
     def __init__(
