@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from channels.db import database_sync_to_async
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
-from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
+from dbos import error as dbos_error
 
 from workflows import selectors
 from workflows.engine.loop.round import run_round
@@ -138,7 +138,7 @@ class RoundRunner:
             if unread := await controls.steering():  # came after the last choice of action
                 self.emit(StatusEvent(round=self.round, code="info", reason=unused_notes(unread)))
             await self.store()
-        except (asyncio.CancelledError, DBOSWorkflowCancelledError):
+        except (asyncio.CancelledError, dbos_error.DBOSWorkflowCancelledError):
             # Decided before any await: a second cancellation may interrupt what follows.
             status, reason = "stopped", ""  # settle says by whom
             handed_back = durable.shutting_down and not self.stopped
@@ -147,7 +147,7 @@ class RoundRunner:
             else:  # a stop: cancelled in the system database too, so nothing resumes it
                 await asyncio.shield(DBOS.cancel_workflow_async(dbos_id))
             raise
-        except DBOSWorkflowConflictIDError:
+        except dbos_error.DBOSWorkflowConflictIDError:
             handed_back = True  # another process took the round over: it ends it
             raise
         except Exception as error:
