@@ -46,4 +46,7 @@ urlpatterns = [
         views.workflow_export,
         name="export",
     ),
+    # Last: an address nothing else serves is the app's 404 page, also with DEBUG on (only
+    # addresses ending in a slash, so that one without it still gains it first).
+    re_path(r"^(?P<path>.*/)$", views.not_found, name="not-found"),
 ]

@@ -10,13 +10,22 @@ from typing import TYPE_CHECKING, Any
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import TooManyFilesSent
+from django.contrib.auth.decorators import login_not_required
+from django.core import signals
+from django.core.exceptions import (
+    BadRequest,
+    PermissionDenied,
+    SuspiciousOperation,
+    TooManyFilesSent,
+)
 from django.core.files.uploadedfile import UploadedFile
 from django.db.models import Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
+from django.utils.log import log_response
 from django.views.decorators.http import require_POST
 
 from workflows.events import broadcast
@@ -31,10 +40,15 @@ if TYPE_CHECKING:
     from workflows.signed_in import SignedInRequest
 
 
-def app_not_found(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+CLIENT_ERRORS = (BadRequest, PermissionDenied, SuspiciousOperation, MultiPartParserError)
+"""What Django answers as the request's fault (400, 403), never a server error."""
+
+
+def app_error_pages(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """A missing workflow, document or connection shows the app's own 404 page, also with
-    DEBUG on (whose own page lists the site's URL patterns); a server error keeps Django's
-    debug page for developers."""
+    DEBUG on (whose own page lists the site's URL patterns); a page that fails shows the app's
+    500 page to users with DEBUG on too (logged as Django logs it), and Django's debug page to
+    staff, who run the server."""
 
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
@@ -42,10 +56,30 @@ def app_not_found(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRe
             return view(request, *args, **kwargs)
         except Http404:
             return render(request, "404.html", status=404)
+        except CLIENT_ERRORS:
+            raise  # Django answers them 400 or 403
+        except Exception as error:
+            if not settings.DEBUG or getattr(request.user, "is_staff", False):
+                raise  # Django's own handling: 500.html without DEBUG, its debug page with
+            signals.got_request_exception.send(sender=None, request=request)
+            response = render(request, "500.html", status=500)
+            log_response(
+                "%s: %s", "Internal Server Error", request.path,
+                response=response, request=request, exception=error,
+            )  # fmt: skip
+            return response
 
     return wrapped
 
 
+@login_not_required
+@app_error_pages
+def not_found(request: HttpRequest, path: str) -> HttpResponse:
+    """An address nothing else serves: the app's 404 page, also with DEBUG on."""
+    raise Http404(path)
+
+
+@app_error_pages
 def home(request: SignedInRequest) -> HttpResponse:
     """The user's workflows and a form to start a new one."""
     return render(
@@ -74,7 +108,7 @@ def workflow_create(request: SignedInRequest) -> HttpResponse:
     return redirect(workflow)
 
 
-@app_not_found
+@app_error_pages
 def workflow_detail(request: SignedInRequest, workflow_id: int) -> HttpResponse:
     """One workflow and its stored messages."""
     workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
@@ -93,7 +127,7 @@ def workflow_detail(request: SignedInRequest, workflow_id: int) -> HttpResponse:
     )
 
 
-@app_not_found
+@app_error_pages
 def document_download(request: SignedInRequest, workflow_id: int, document_id: int) -> FileResponse:
     """Download one of the user's documents."""
     document = selectors.document_get(
@@ -159,7 +193,7 @@ def upload_discard(request: SignedInRequest, workflow_id: int, document_id: int)
     return HttpResponse("")
 
 
-@app_not_found
+@app_error_pages
 def workflow_export(request: SignedInRequest, workflow_id: int, fmt: str) -> HttpResponse:
     """The whole workflow as Markdown or JSON: messages, documents and the event timeline."""
     workflow = selectors.workflow_get(user=request.user, workflow_id=workflow_id)
@@ -175,6 +209,7 @@ def workflow_export(request: SignedInRequest, workflow_id: int, fmt: str) -> Htt
     return response
 
 
+@app_error_pages
 def connection_list(request: SignedInRequest) -> HttpResponse:
     """The user's connections (labels and kinds only) and a form to add one."""
     form = ConnectionForm(request.POST or None, owner=request.user)
@@ -197,7 +232,7 @@ def connection_list(request: SignedInRequest) -> HttpResponse:
     return render(request, "workflows/connections.html", context, status=status)
 
 
-@app_not_found
+@app_error_pages
 def connection_edit(request: SignedInRequest, connection_id: int) -> HttpResponse:
     """Change one of the user's connections: its server's URL, or its secret (a new token)."""
     connection = selectors.connection_get(user=request.user, connection_id=connection_id)
