@@ -27,14 +27,17 @@ SCHEMA_KINDS = {
 def demo_answer(body: dict[str, Any]) -> Any:
     """The demo model's answer to one request, a little slow, the answer streamed word by word."""
     from tests.support.fake_openai import FakeReply
+    from tests.support.prompt_facts import facts_from_prompt
     from workflows.engine.demo.policy import DemoLLM
 
-    prompt = body["messages"][-1]["content"]
+    messages = body["messages"]
     name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
     if name in SCHEMA_KINDS:
-        content = json.dumps(DemoLLM().decide(SCHEMA_KINDS[name], prompt))
+        kind = SCHEMA_KINDS[name]
+        content = json.dumps(DemoLLM().decide(kind, facts_from_prompt(kind, messages)))
         return FakeReply(content=content, delay=0.15)
-    return FakeReply(content=DemoLLM().final(prompt), delay=0.15, chunk_delay=0.01)
+    answer = DemoLLM().final(facts_from_prompt("final", messages).results)
+    return FakeReply(content=answer, delay=0.15, chunk_delay=0.01)
 
 
 def serve_model() -> None:

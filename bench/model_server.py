@@ -23,9 +23,11 @@ from bench.vs_react_report import LATENCY_BASE, LATENCY_PER_TOKEN
 from bench.written import structured_answer, tool_arguments, tool_call_tokens
 from tests.support.fake_openai import FakeReply
 from tests.support.fake_tool_calls import tool_calls
+from tests.support.prompt_facts import facts_from_prompt
 from workflows.engine.demo.policy import DemoLLM
 from workflows.engine.model import llm as engine_llm
 from workflows.engine.model.formats import ASKED, join_answer
+from workflows.engine.model.request import Request
 from workflows.engine.model.staged import StagedLLM
 
 BENCH_KIND = "x_bench_kind"
@@ -101,7 +103,8 @@ class Model:
                 kind, content, tokens, old = self.agent_turn(trace, messages, body["tools"])
             elif structured:
                 kind = said or self.kinds.get(schema, schema)
-                answer = DemoLLM().complete(messages, output=AnyAnswer, kind=kind)
+                request = Request(messages, facts_from_prompt(kind, messages))
+                answer = DemoLLM().complete(request, output=AnyAnswer, kind=kind)
                 value = asyncio.run(answer).value.root
                 answer_model = self.outputs.get(schema or "") or self.outputs.get(kind)
                 if answer_model is not None and ASKED.get(answer_model) == "answer_after":
@@ -111,7 +114,8 @@ class Model:
                 tokens, old = count(content), count(json.dumps(value, ensure_ascii=False))
             else:
                 kind = "final" if body.get("stream") else "text"
-                content = asyncio.run(DemoLLM().complete_text(messages, kind=kind)).text
+                request = Request(messages, facts_from_prompt(kind, messages))
+                content = asyncio.run(DemoLLM().complete_text(request, kind=kind)).text
                 tokens = old = count(content)
         except Exception as error:
             self.errors.append(f"{body['model']} {schema or 'text'}: {error!r}")

@@ -15,6 +15,7 @@ from tests.support.chat_app import workflow_with_upload
 from tests.tools._documents_helpers import context, pdf_text
 from workflows.engine.demo.policy import DEMO_LABEL, DemoLLM
 from workflows.engine.demo.text import markdown_blocks
+from workflows.engine.model.request import Facts, Request
 from workflows.engine.records.schemas import RefinementDecision, TaskReview
 from workflows.engine.testing import MemoryStore
 from workflows.execution import launcher
@@ -142,11 +143,9 @@ async def test_the_whole_answer_streams_within_a_few_seconds() -> None:
     """However long the answer, its pauses add up to at most six call delays."""
     waits = Waits()
     llm = DemoLLM(delay_ms=500, sleep=waits)
-    prompt = "## Results\n" + "\n".join(
-        f"<<<UNTRUSTED DATA from r{n}>>>\nn{n}.md: {'Words go on. ' * 40}\n<<<END UNTRUSTED DATA>>>"
-        for n in range(6)
-    )
-    pieces = [p async for p in llm.stream_text([{"role": "user", "content": prompt}], kind="f")]
+    results = tuple((f"n{n}.md", "Words go on. " * 40) for n in range(6))
+    request = Request([{"role": "user", "content": "Summarise"}], Facts(results=results))
+    pieces = [p async for p in llm.stream_text(request, kind="f")]
     assert len(pieces) > 300
     assert sum(waits.seconds[1:]) <= 3.0 + 1e-9
 
@@ -315,3 +314,40 @@ async def test_the_demo_model_reads_only_what_the_message_sent() -> None:
     followup = make_state(round=3, prompt="What is 17*23?")
     events = await collect(followup, DemoLLM(), store=store)
     assert of(events, "taskplan")[0].tasks == [] and not of(events, "plan")
+
+
+class Recording(DemoLLM):
+    """The demo model, keeping every structured request it answered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[tuple[str, Request]] = []
+
+    async def complete(self, messages, *, output, kind, key="", on_answer=None):  # type: ignore[no-untyped-def, override]
+        assert isinstance(messages, Request)  # the facts come with the messages
+        self.requests.append((kind, messages))
+        return await super().complete(
+            messages, output=output, kind=kind, key=key, on_answer=on_answer
+        )
+
+
+@pytest.mark.parametrize(
+    ("mode", "kinds"),
+    [
+        ("react", {"taskplan", "refine"}),
+        ("actionplan", {"taskplan", "review"}),
+        ("reasoning", {"thought"}),
+    ],
+)
+async def test_the_facts_say_what_the_prompt_says(mode: str, kinds: set[str]) -> None:
+    """The demo answers each call of a round from the facts it is handed exactly as it would
+    from the prompt's own words (read back from the text, as a server over HTTP must)."""
+    from tests.support.prompt_facts import facts_from_prompt
+
+    llm = Recording()
+    state = make_state(prompt="Summarise my notes", mode=mode)
+    events = await collect(state, llm, tools=ToolRegistry(tool_settings()), store=notes_store())
+    assert events[-1].status == "completed"
+    assert {kind for kind, _ in llm.requests} == kinds
+    for kind, request in llm.requests:
+        assert llm.decide(kind, request.facts) == llm.decide(kind, facts_from_prompt(kind, request))

@@ -7,6 +7,7 @@ import pytest
 from tests.engine.conftest import collect, make_state, of, params, review, taskplan
 from workflows.engine.demo.policy import DEMO_LABEL, DemoLLM
 from workflows.engine.loop.controls import AutoControls
+from workflows.engine.model.request import Facts
 from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
 
 
@@ -207,10 +208,7 @@ async def test_the_demo_models_reasoning_without_documents_ends_unfinished_not_c
 
 async def test_demo_parameters_fill_only_schema_fields() -> None:
     llm = DemoLLM()
-    answer = llm.parameters(
-        "SELECTED_ACTION: web.search\nACTION_OBJECTIVE: find x\nPARAMETERS_CONTEXT: c\n"
-        "PARAMETERS_SCHEMA:\n- query (string, required): q"
-    )
+    answer = llm.parameters(Facts(kind="parameters", objective="find x", parameters=("query",)))
     assert answer == {"schema": "parameters_v1", "parameters": {"query": "find x"}}
     assert params()["parameters"] == {}
 

@@ -314,14 +314,14 @@ def test_demo_answer_quotes_the_documents_not_their_markup() -> None:
     without extraction metadata, section markers or HTML source."""
     from workflows.engine.demo.policy import DemoLLM
 
-    results = (
-        "## Results\n<<<UNTRUSTED DATA from round1_task1_action1_extracted: content only>>>\n"
-        "notes.md: # notes.txt _TEXT, 1 section(s)_ ## Text Revenue grew 12 percent. Costs fell."
-        "\n<<<END UNTRUSTED DATA>>>\n"
-        "<<<UNTRUSTED DATA from round1_task1_action2_report: content only>>>\n"
-        "report.md: # Report _Compiled without a language model._ ## notes.md Revenue grew\n"
-        "report.html: <!doctype html> <html>\n<<<END UNTRUSTED DATA>>>\n"
-    )
+    results = [  # the previews of an extraction and of a report
+        (
+            "notes.md",
+            "# notes.txt _TEXT, 1 section(s)_ ## Text Revenue grew 12 percent. Costs fell.",
+        ),
+        ("report.md", "# Report _Compiled without a language model._ ## notes.md Revenue grew"),
+        ("report.html", "<!doctype html> <html>"),
+    ]
     answer = DemoLLM().final(results)
     assert "**notes.md**\n\nRevenue grew 12 percent. Costs fell." in answer
     assert "Files written: `report.md`, `report.html`." in answer

@@ -1,9 +1,11 @@
 """The demo model: a deterministic offline policy for machines with no model configured.
 
-It speaks the same LLM protocol as a real model and reads the engine's own prompts:
-extract the uploaded documents, write a report, stop, and answer with an extractive
-summary. Without documents it says that it cannot answer, and the round fails: it never
-passes off a request it could not do as done. Labelled "demo model" everywhere.
+It speaks the same LLM protocol as a real model, and answers from the facts each request
+carries (`model/request.py`: the kind of call, the documents, the catalog, the steps, the
+results) rather than from the prompt's prose: extract the uploaded documents, write a report,
+stop, and answer with an extractive summary. Without documents it says that it cannot
+answer, and the round fails: it never passes off a request it could not do as done.
+Labelled "demo model" everywhere.
 
 Given `delay_ms` it takes its time like a model: each call waits a few hundred milliseconds
 and the answer streams in small pieces, so the loop can be watched, stopped and steered.
@@ -15,28 +17,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from workflows.engine.demo.text import (
-    FENCE,
     READABLE,
     TITLE,
-    answer_prompt,
     doc_lists,
-    documents_part,
-    fenced_texts,
     join_blocks,
     markdown_blocks,
     readable_text,
-    section,
     stream_pieces,
     whole_blocks,
 )
-from workflows.engine.prompting.shared import ANSWER_AFTER
+from workflows.engine.model.request import Facts, facts_of
 from workflows.engine.records.protocols import (
     AnswerSink,
     Completion,
@@ -56,12 +52,6 @@ SUMMARY = "> Summary by the demo model (extractive): what it read, quoted as wri
 """The line its summaries open with: a note (quoted), not a claim about the documents."""
 REPORT = "Report on the uploaded documents"
 """The report's objective, which is also its title (the title's default)."""
-
-
-def answers(verdict: str, prompt: str) -> bool:
-    """Whether the call asks for the answer to the user with this verdict: a key of the JSON
-    ("answer": with "stop"), or, with the shared head, after the JSON."""
-    return f'"answer": with "{verdict}"' in prompt or ANSWER_AFTER in prompt
 
 
 class DemoLLM:
@@ -107,12 +97,13 @@ class DemoLLM:
         key: str = "",
         on_answer: AnswerSink | None = None,
     ) -> Completion[T]:
-        """Answer the engine's structured prompts by reading them; an answer to the user
-        written inside one goes to `on_answer` in small pieces with short pauses first."""
-        prompt = "\n\n".join(m["content"] for m in messages)  # the catalog is in the system
+        """Answer the engine's structured calls from the facts their request carries; an
+        answer to the user written inside one goes to `on_answer` in small pieces with short
+        pauses first."""
+        prompt = "\n\n".join(m["content"] for m in messages)  # its size sets the pace
         started = time.perf_counter()
         await self._wait(self.call_delay(kind, prompt))
-        answer = self.decide(kind, prompt)
+        answer = self.decide(kind, facts_of(messages, kind))
         if on_answer is not None and isinstance(text := answer.get("answer"), str):
             pieces = stream_pieces(text)
             pause = self.piece_delay(len(pieces))
@@ -128,42 +119,44 @@ class DemoLLM:
                 describe_error(error), raw=json.dumps(answer), usage=usage
             ) from error
 
-    def decide(self, kind: str, prompt: str) -> dict[str, Any]:
+    def decide(self, kind: str, facts: Facts) -> dict[str, Any]:
         """The structured answer for one call kind."""
         match kind:
             case "taskplan":
-                return self.taskplan(prompt)
+                return self.taskplan(facts)
             case "select":
-                return self.select(prompt)
+                return self.select(facts)
             case "parameters":
-                return self.parameters(prompt)
+                return self.parameters(facts)
             case "refine":
-                return self.refine(prompt)
+                return self.refine(facts)
             case "review":
-                return self.review(prompt)
+                return self.review(facts)
             case "actionplan":
-                return self.actionplan(prompt)
+                return self.actionplan(facts)
             case "thought":
-                return self.thought(prompt)
+                return self.thought(facts)
         raise InvalidModelOutput(f"the demo model does not answer {kind!r} calls")
 
-    def review(self, prompt: str) -> dict[str, Any]:
+    def review(self, facts: Facts) -> dict[str, Any]:
         """The verdict the steps bear out: success when every step succeeded (the report
         written, when there is one), else failed; said in a sentence."""
-        steps = section(prompt, "Steps")
-        if "(failed)" in steps or "(success)" not in steps:
+        steps = facts.steps
+        if not steps or not all(step.success for step in steps):
             reason = "A step did not succeed, so the task is not done."
             return {"status": "failed", "reason": reason}
         reason = "Every step succeeded."
-        if "document.generateReport (success)" in steps:
+        if succeeded(facts, "document.generateReport"):
             reason = "Every step succeeded: the documents were read and the report is written."
         verdict = {"status": "success", "reason": reason}
-        if answers("success", prompt):  # it answers too
-            verdict["answer"] = self.drafted(prompt)
+        if facts.answering:  # it answers too
+            verdict["answer"] = self.drafted(facts)
         return verdict
 
-    def taskplan(self, prompt: str) -> dict[str, Any]:
-        uploaded, _ = doc_lists(prompt)
+    def taskplan(self, facts: Facts) -> dict[str, Any]:
+        """One task that extracts the uploads and writes a report (with its first action, or
+        its whole action list, when the plan may carry them); none without uploads."""
+        uploaded, _ = doc_lists(facts)
         if not uploaded:
             return {"approach": "direct"}
         task = {
@@ -171,18 +164,18 @@ class DemoLLM:
             "successCriteria": ["The documents are extracted.", "A report is written."],
             "taskType": "document",
         }
-        first = self.select(prompt) if '"firstAction": the first action' in prompt else None
+        first = self.select(facts) if facts.asks_first_action else None
         plan: dict[str, Any] = {"tasks": [task]}  # actions (the default), one task: no overview
-        if '"plan": with exactly one task' in prompt:  # Actionplan: the action list comes too
-            return {**plan, "plan": self.actionplan(prompt)["actions"]}
+        if facts.asks_plan:  # Actionplan: the action list comes too
+            return {**plan, "plan": self.actionplan(facts)["actions"]}
         return {**plan, "firstAction": first}
 
-    def select(self, prompt: str) -> dict[str, Any]:
-        steps = section(prompt, "Steps so far in this task")
-        catalog = section(prompt, "Catalog")
-        uploaded, produced = doc_lists(prompt)
-        extracted = re.search(r"document\.extract \(success\)", steps)
-        if not extracted and "document.extract(" in catalog:
+    def select(self, facts: Facts) -> dict[str, Any]:
+        """Extract the uploads first (when the catalog can), then write the report from the
+        newest result."""
+        uploaded, produced = doc_lists(facts)
+        extracted = succeeded(facts, "document.extract")
+        if not extracted and "document.extract" in facts.catalog:
             return {
                 "action": "document.extract",
                 "actionObjective": "Extract the text of the uploaded documents.",
@@ -195,60 +188,48 @@ class DemoLLM:
             "requiredInputDocuments": [f"docList:{label}" for label in sources],
         }
 
-    def parameters(self, prompt: str) -> dict[str, Any]:
-        names = re.findall(r"^- (\w+) \(", prompt.split("PARAMETERS_SCHEMA:", 1)[-1], re.M)
-        objective = re.search(r"^ACTION_OBJECTIVE: (.*)$", prompt, re.M)
+    def parameters(self, facts: Facts) -> dict[str, Any]:
+        """The parameters asked for that the demo has a value for."""
         values = {
             "aiPrompt": "Extract the main points, facts and figures.",
             "title": "Report on the uploaded documents",
-            "query": objective.group(1) if objective else "summary",
+            "query": facts.objective or "summary",
         }
         return {
             "schema": "parameters_v1",
-            "parameters": {n: values[n] for n in names if n in values},
+            "parameters": {n: values[n] for n in facts.parameters if n in values},
         }
 
-    def refine(self, prompt: str) -> dict[str, Any]:
-        steps = section(prompt, "Steps so far")
-        if "document.generateReport (success)" in steps:
+    def refine(self, facts: Facts) -> dict[str, Any]:
+        """Stop once the report is written (answering, when asked) or an action failed;
+        else go on with the next action."""
+        if succeeded(facts, "document.generateReport"):
             decision = {"decision": "stop", "reason": "The report is written.", "criteriaMet": True}
-            if answers("stop", prompt):  # a round of one task: refine answers too
-                decision["answer"] = self.drafted(prompt)
+            if facts.answering:  # a round of one task: refine answers too
+                decision["answer"] = self.drafted(facts)
             return decision
-        observed = section(prompt, "Latest observation")
-        if '"success":false' in observed:
-            what = "was rejected" if "rejected by the user" in observed else "failed"
+        latest = facts.latest
+        if latest is not None and not latest.success:
+            rejected = "rejected by the user" in latest.model_dump_json()
+            what = "was rejected" if rejected else "failed"
             return {"decision": "stop", "reason": f"The action {what}; nothing more to try."}
         return {
             "decision": "continue",
             "reason": "The report is still missing.",
-            "next": self.select(prompt),
+            "next": self.select(facts),
         }
 
-    def drafted(self, prompt: str) -> str:
+    def drafted(self, facts: Facts) -> str:
         """The answer written with refine's stop: extractive, from the latest observation's
         previews (the report's text included)."""
-        previews: list[dict[str, Any]] = []
-        for block in FENCE.findall(prompt):  # the latest observation is the last JSON fenced
-            try:
-                previews = json.loads(block).get("previews", previews)
-            except (ValueError, AttributeError):
-                continue
-        results = "\n".join(
-            f"{p.get('name', '')}: {TITLE.sub('', p.get('snippet', ''), count=1)}" for p in previews
-        )
-        request = section(prompt, "User request")
-        return self.final(
-            f"## Results\n<<<UNTRUSTED DATA from results>>>\n{results}\n"
-            f"<<<END UNTRUSTED DATA>>>\n\n## User request\n{request}",
-            reports=True,
-        )
+        previews = facts.latest.previews if facts.latest is not None else []
+        results = [(p.name, TITLE.sub("", p.snippet, count=1)) for p in previews]
+        return self.final(results, reports=True)
 
-    def actionplan(self, prompt: str) -> dict[str, Any]:
-        uploaded, _ = doc_lists(prompt)
-        where = re.search(r"docList:round(\d+)_task(\d+)_action(\d+)_extract", prompt)
-        r, t, a = where.groups() if where else ("1", "1", "1")
-        extract = f"docList:round{r}_task{t}_action{a}_extract"
+    def actionplan(self, facts: Facts) -> dict[str, Any]:
+        """Extract the uploads, then write the report from the extract."""
+        uploaded, _ = doc_lists(facts)
+        extract = f"docList:round{facts.round}_task{facts.task}_action{facts.first_action}_extract"
         return {
             "actions": [
                 {  # the defaults fit both: no parameters
@@ -266,13 +247,13 @@ class DemoLLM:
             ]
         }
 
-    def thought(self, prompt: str) -> dict[str, Any]:
+    def thought(self, facts: Facts) -> dict[str, Any]:
         """One thought, honest about what the demo can do: the attached documents summarised
         extractively; without any, it says it cannot reason and leaves the solving step
         pending (the host then ends the round unfinished)."""
         read = [
             f"**{name}**\n\n{join_blocks(found)}"
-            for name, text in fenced_texts(documents_part(prompt))
+            for name, text in facts.texts
             if (found := whole_blocks(markdown_blocks(readable_text(text))))
         ]
         if read:
@@ -294,27 +275,25 @@ class DemoLLM:
             "next_thought_needed": False,
         }
 
-    def final(self, prompt: str, *, reports: bool = False) -> str:
+    def final(self, results: Sequence[tuple[str, str]] | None, *, reports: bool = False) -> str:
         """An extractive answer: what was read, with its headings and lists, and the files
-        made (`reports`: a report's own text is summarised too)."""
-        blocks = FENCE.findall(section(prompt, "Results"))
+        made (`results`: each result's name and text, None for a direct answer; `reports`: a
+        report's own text is summarised too)."""
         parts: list[str] = []
         files: list[str] = []
-        for block in blocks:
-            for line in block.splitlines():
-                name, _, text = line.partition(": ")
-                if not text:
-                    continue
-                report = "report" in name.lower()
-                if report or not name.lower().endswith(READABLE):
-                    files.append(name)
-                readable = (reports or not report) and name.lower().endswith(READABLE)
-                if readable and (found := whole_blocks(markdown_blocks(readable_text(text)))):
-                    parts.append(f"**{name}**\n\n{join_blocks(found)}")
+        for name, text in results or ():
+            if not text:
+                continue
+            report = "report" in name.lower()
+            if report or not name.lower().endswith(READABLE):
+                files.append(name)
+            readable = (reports or not report) and name.lower().endswith(READABLE)
+            if readable and (found := whole_blocks(markdown_blocks(readable_text(text)))):
+                parts.append(f"**{name}**\n\n{join_blocks(found)}")
         parts = parts[:6]
         if files:
             parts.append("Files written: " + ", ".join(f"`{name}`" for name in files[:6]) + ".")
-        if not parts and "## Results" not in prompt:  # a direct answer: nothing to quote
+        if not parts and results is None:  # a direct answer: nothing to quote
             raise ModelUnavailable(
                 f"{CANNOT} Attach a document to have it read and summarised, or ask the "
                 "administrator to configure a model.",
@@ -327,7 +306,7 @@ class DemoLLM:
     async def complete_text(self, messages: Sequence[Message], *, kind: str) -> TextCompletion:
         """A plain-text answer (the extractive final answer)."""
         started = time.perf_counter()
-        text = self.final(answer_prompt(messages))
+        text = self.final(facts_of(messages, kind).results)
         await self._wait(self.call_delay(kind, text))
         return TextCompletion(text, self._usage(kind, started))
 
@@ -336,7 +315,7 @@ class DemoLLM:
     ) -> AsyncIterator[str | Usage]:
         """The extractive answer in small pieces with short pauses, then its usage."""
         started = time.perf_counter()
-        text = self.final(answer_prompt(messages))
+        text = self.final(facts_of(messages, kind).results)
         await self._wait(self.call_delay(kind, text))  # until the first piece
         pieces = stream_pieces(text)
         pause = self.piece_delay(len(pieces))
@@ -345,3 +324,8 @@ class DemoLLM:
                 await self._wait(pause)
             yield piece
         yield self._usage(kind, started)
+
+
+def succeeded(facts: Facts, action: str) -> bool:
+    """Whether a step of the task ran `action` with success."""
+    return any(step.name == action and step.success for step in facts.steps)

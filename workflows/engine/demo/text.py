@@ -1,62 +1,33 @@
-"""How the demo model reads the engine's prompts (sections, document lists, fenced data) and
-shapes the extractive text it answers with (leading sentences, markdown blocks, streamed
-pieces)."""
+"""How the demo model reads the facts of a call (which documents to read) and the documents'
+own text, and shapes the extractive text it answers with (leading sentences, markdown blocks,
+streamed pieces)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
-from workflows.engine.records.protocols import Message
+from workflows.engine.model.request import Facts
 
 _PRODUCED = re.compile(r"^round\d+_task\d+_action\d+_")
-FENCE = re.compile(r"<<<UNTRUSTED DATA from [^>]*>>>\n(.*?)\n<<<END UNTRUSTED DATA>>>", re.S)
-"""The data a prompt fences as untrusted (observations, steps, results)."""
-
-
-_NAMED_FENCE = re.compile(
-    r"<<<UNTRUSTED DATA from ([^>:]*)[^>]*>>>\n(.*?)\n<<<END UNTRUSTED DATA>>>", re.S
-)
 _CUT = "…"
-
-
-def fenced_texts(text: str) -> list[tuple[str, str]]:
-    """The (source, text) of every fenced block of a text."""
-    return [(name.strip(), body) for name, body in _NAMED_FENCE.findall(text)]
-
-
-def documents_part(prompt: str) -> str:
-    """A thought's documents: from its "## Documents" heading to its history's (the
-    documents' own text may hold "## " headings, which end a `section`)."""
-    after = prompt.partition("\n## Documents\n")[2]
-    return after.partition("\n## History")[0]
-
-
-def section(prompt: str, title: str) -> str:
-    """The text under `## title` up to the next heading."""
-    match = re.search(rf"^## {re.escape(title)}[^\n]*\n(.*?)(?=^## |\Z)", prompt, re.S | re.M)
-    return match.group(1).strip() if match else ""
-
-
 _ABOUT_FILES = re.compile(
     r"\b(document|file|upload|attach|notes?|report|summar|extract|pdf|docx?)", re.IGNORECASE
 )
 """A request that speaks of files (the demo's stand-in for understanding it)."""
 
 
-def doc_lists(prompt: str) -> tuple[list[str], list[str]]:
-    """(uploaded, produced) docList labels of the prompt's documents index. The uploads are
-    the ones sent with this message; without any, the newest earlier one when the request
-    speaks of files, else none (a follow-up question is answered, not a report written
-    again on every earlier upload)."""
-    labels = re.findall(r"^- docList:(\S+)(.*)$", section(prompt, "Documents"), re.M)
-    produced = [label for label, _ in labels if _PRODUCED.match(label)]
-    uploads = [(label, rest) for label, rest in labels if not _PRODUCED.match(label)]
-    sent = [label for label, rest in uploads if "sent with this message" in rest]
-    if sent:
-        return sent, produced
-    if uploads and _ABOUT_FILES.search(section(prompt, "User request")):
-        return [uploads[-1][0]], produced
+def doc_lists(facts: Facts) -> tuple[list[str], list[str]]:
+    """(uploaded, produced) docList labels of the workflow's documents. The uploads are the
+    ones sent with this message; without any, the newest earlier one when the request speaks
+    of files, else none (a follow-up question is answered, not a report written again on
+    every earlier upload)."""
+    labels = list(dict.fromkeys(ref.label for ref in facts.documents))
+    produced = [label for label in labels if _PRODUCED.match(label)]
+    uploads = [label for label in labels if not _PRODUCED.match(label)]
+    if facts.sent_label() in uploads:
+        return [facts.sent_label()], produced
+    if uploads and _ABOUT_FILES.search(facts.request):
+        return [uploads[-1]], produced
     return [], produced
 
 
@@ -175,11 +146,3 @@ def stream_pieces(text: str) -> list[str]:
     pieces = _PIECE.findall(text)
     rest = text[len("".join(pieces)) :]
     return [*pieces, rest] if rest else pieces
-
-
-def answer_prompt(messages: Sequence[Message]) -> str:
-    """The answer's prompt as one text: its instructions, then the user's words as the
-    "User request" section."""
-    if len(messages) < 2:
-        return messages[-1]["content"] if messages else ""
-    return f"{messages[0]['content']}\n\n## User request\n{messages[-1]['content']}"

@@ -16,6 +16,8 @@ from typing import Any
 from workflows.engine.loop.asked import calculation_note, requested_unavailable
 from workflows.engine.loop.checks import arithmetic_note, sources_note
 from workflows.engine.loop.core import BUDGET_CODES, RoundContext
+from workflows.engine.model.facts import answer_facts
+from workflows.engine.model.request import Request
 from workflows.engine.prompting.history import render_history
 from workflows.engine.prompting.prompts import build, render_list
 from workflows.engine.prompting.selection import unavailable_actions
@@ -222,9 +224,8 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
         if drafted := drafted_answer(ctx):  # written by refine or the review: no call of its own
             text += drafted
         else:
-            async for piece in ctx.llm.stream_text(
-                answer_messages(ctx, documents), kind="final", key=key
-            ):
+            request = Request(answer_messages(ctx, documents), answer_facts(ctx))
+            async for piece in ctx.llm.stream_text(request, kind="final", key=key):
                 if isinstance(piece, Usage):
                     yield ctx.usage(piece)
                 elif piece:

@@ -8,8 +8,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from workflows.engine.loop.core import Out, Rejected, RoundContext
+from workflows.engine.model.facts import call_facts
 from workflows.engine.model.formats import holds_json, valid_values
 from workflows.engine.model.reports import TIMEOUT_HINT
+from workflows.engine.model.request import Request
 from workflows.engine.prompting.narrowed import asked_as, plain
 from workflows.engine.prompting.prompts import (
     cache_first,
@@ -136,14 +138,17 @@ async def ask(
     output's `answer` field is, streamed live by hosts that can; `now`: what applies to this
     call alone, said at the end of a prompt laid out with the shared head).
 
-    `output` may be a model built for this call (narrowed.selection_output …); the value handed
-    to `check` and left in `out` is the plain model it narrows. `check` may transform the value
-    or raise Rejected/ValueError; the error is fed back to the model once, with the valid
-    values. An answer that held no JSON (cut off at its token limit, looping, timed out, prose)
-    is not shown to the model again: the retry asks for a shorter answer instead. After a
-    second failure `out.value` stays None and the caller fails the step visibly.
+    The prompt goes with the facts it was written from (`request.Request`), for a model
+    that answers from data. `output` may be a model built for this call
+    (narrowed.selection_output …); the value handed to `check` and left in `out` is the
+    plain model it narrows. `check` may transform the value or raise Rejected/ValueError;
+    the error is fed back to the model once, with the valid values. An answer that held no
+    JSON (cut off at its token limit, looping, timed out, prose) is not shown to the model
+    again: the retry asks for a shorter answer instead. After a second failure `out.value`
+    stays None and the caller fails the step visibly.
     ModelUnavailable propagates.
     """
+    facts = await call_facts(ctx, kind=kind, output=output, task=task, key=key)
     layout = ctx.layout(kind)
     if layout == "shared" and kind in SHARED_KINDS:  # one head for every kind
         answers = answers_section(language=ctx.state.language)
@@ -160,7 +165,13 @@ async def ask(
         try:
             done: Out[Completion[T]] = Out()
             async for event in complete_streaming(
-                ctx, prompt, output=output, kind=kind, key=key, attempt=attempt, out=done
+                ctx,
+                Request(prompt, facts),
+                output=output,
+                kind=kind,
+                key=key,
+                attempt=attempt,
+                out=done,
             ):
                 yield event
             assert done.value is not None
