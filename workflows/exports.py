@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from workflows.engine.demo.policy import DEMO_LABEL
 from workflows.engine.model.money import Cost
+from workflows.engine.model.nature import is_demo
 from workflows.engine.records.events import RoundEvent, StepEvent, UsageEvent
 from workflows.events.contract import Envelope
 
@@ -191,7 +191,7 @@ class Spend:
 
     def demo(self) -> bool:
         """Whether only the demo model answered (no real tokens or cost)."""
-        return bool(self.calls) and all(call.model == DEMO_LABEL for call in self.calls)
+        return bool(self.calls) and all(is_demo(call.model) for call in self.calls)
 
     def workflow_text(self) -> str:
         if self.demo():
@@ -202,7 +202,7 @@ class Spend:
 def telemetry(event: StepEvent | RoundEvent) -> str:
     """A step's or a round's duration, tokens and cost, for people."""
     seconds = pricing.seconds_text(event.durationMs)
-    if event.model == DEMO_LABEL:
+    if is_demo(event.model):
         return f"{seconds} · demo"
     tokens = f"{event.tokens:,} tokens ({event.cachedTokens:,} cached)"
     text = f"{seconds} · {tokens} · {pricing.cost_parts(event.cost)}"

@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from workflows import pricing, selectors
-from workflows.engine.demo.policy import DEMO_LABEL
+from workflows.engine.model.nature import is_demo
 from workflows.engine.records.events import StepEvent
 from workflows.models import StepRecord, WorkflowEvent
 
@@ -85,17 +85,17 @@ class StepRecordAdmin(SecretSafeAdmin[StepRecord]):
     @admin.display(description="Tokens")
     def tokens(self, row: StepRecord) -> str:
         step = closed(row)
-        return "demo" if step.model == DEMO_LABEL else f"{step.tokens:,}"
+        return "demo" if is_demo(step.model) else f"{step.tokens:,}"
 
     @admin.display(description="Cached tokens")
     def cached(self, row: StepRecord) -> str:
         step = closed(row)
-        return "demo" if step.model == DEMO_LABEL else f"{step.cachedTokens:,}"
+        return "demo" if is_demo(step.model) else f"{step.cachedTokens:,}"
 
     @admin.display(description="Cost")
     def cost(self, row: StepRecord) -> str:
         step = closed(row)
-        if step.model == DEMO_LABEL:
+        if is_demo(step.model):
             return "demo"
         return "—" if step.cost is None and not step.tokens else pricing.cost_parts(step.cost)
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from workflows import pricing
-from workflows.engine.demo.policy import DEMO_LABEL
+from workflows.engine.model.nature import is_demo
 from workflows.engine.records.events import (
     ObserveEvent,
     RoundEvent,
@@ -85,7 +85,7 @@ def event_tokens(row: WorkflowEvent) -> str:
 def spent_cost(event: UsageEvent | StepEvent | ThoughtEvent | RoundEvent) -> str:
     """What a model call, a step, a thought or a round cost, with the cached input apart
     ("demo" for the demo model; "" for a step, thought or round that spent nothing)."""
-    if event.model == DEMO_LABEL:
+    if is_demo(event.model):
         return "demo"
     if not isinstance(event, UsageEvent) and not event.tokens:
         return ""

@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
 from workflows import pricing, selectors
-from workflows.engine.demo.policy import DEMO_LABEL
+from workflows.engine.model.nature import is_demo
 from workflows.engine.records.events import UsageEvent
 from workflows.execution import durable
 from workflows.models import ChatWorkflow
@@ -185,7 +185,7 @@ class ChatWorkflowAdmin(SecretSafeAdmin[ChatWorkflow]):
         calls = model_calls(workflow)
         if not calls:
             return "—"
-        if all(call.model == DEMO_LABEL for call in calls):
+        if all(is_demo(call.model) for call in calls):
             return "demo"
         unknown = sum(1 for call in calls if call.cost is None)
         text = pricing.cost_parts(pricing.cost_sum(call.cost for call in calls))

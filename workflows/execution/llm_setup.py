@@ -11,6 +11,7 @@ from django.conf import settings
 
 from workflows import pricing
 from workflows.engine.model.money import Prices
+from workflows.engine.model.nature import demo_label
 from workflows.engine.records.protocols import LLM
 from workflows.tools.web.addresses import literal_reason
 
@@ -24,7 +25,7 @@ def model_configured() -> bool:
 
 def model_label() -> str:
     """What users are told answers them."""
-    return settings.POWERON_LLM_MODEL if model_configured() else "demo model"
+    return settings.POWERON_LLM_MODEL if model_configured() else demo_label()
 
 
 def small_model() -> str:

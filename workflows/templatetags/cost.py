@@ -3,14 +3,18 @@ demo model, which spends neither; durations in one style."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import template
 
 from workflows import pricing
-from workflows.engine.demo.policy import DEMO_LABEL
+from workflows.engine.model import nature
 from workflows.engine.model.money import Cost
-from workflows.engine.records.events import CallSpend
+from workflows.engine.records.events import (
+    CallSpend,
+    RoundEvent,
+    StepEvent,
+    ThoughtEvent,
+    UsageEvent,
+)
 from workflows.execution import setup
 from workflows.models import ChatWorkflow
 
@@ -18,9 +22,9 @@ register = template.Library()
 
 
 @register.filter
-def is_demo(event: Any) -> bool:
+def is_demo(event: UsageEvent | StepEvent | ThoughtEvent | RoundEvent) -> bool:
     """Whether the demo model answered the event's round (its figures are not real)."""
-    return getattr(event, "model", "") == DEMO_LABEL
+    return nature.is_demo(event.model)
 
 
 @register.filter

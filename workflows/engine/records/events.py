@@ -63,7 +63,7 @@ class RoundEvent(BaseEvent):
     status: Literal["started", "completed", "failed", "stopped"]
     mode: str = ""
     model: str = ""
-    """The model's label ("demo model" for the offline demo)."""
+    """The model's label (the demo model's label for the offline demo)."""
     reason: str = ""
     tokens: int = 0
     """Tokens spent by the round so far."""
@@ -154,7 +154,7 @@ class StepEvent(BaseEvent):
     cost: Cost | None = None
     """What the step's model calls cost; None when the model's price is unknown."""
     model: str = ""
-    """The model's label, as on the round ("demo model" for the offline demo)."""
+    """The model's label, as on the round (the demo model's label for the offline demo)."""
     calls: list[CallSpend] = Field(default_factory=list)
     """The step's model calls by kind and model, with what each spent (with a small model for
     Stage 2 and the review, a step uses two)."""
@@ -258,7 +258,7 @@ class ThoughtEvent(BaseEvent):
     cost: Cost | None = None
     """What the thought's model call cost; None when the model's price is unknown."""
     model: str = ""
-    """The model's label, as on the round ("demo model" for the offline demo)."""
+    """The model's label, as on the round (the demo model's label for the offline demo)."""
 
 
 class DeltaEvent(BaseEvent):

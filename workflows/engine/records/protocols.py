@@ -67,7 +67,7 @@ class LLM(Protocol):
     """Anything that answers prompts: the OpenAI-compatible client, the demo model, a script."""
 
     label: str
-    """Shown to users, e.g. the model name or "demo model"."""
+    """Shown to users: the model name, or the demo model's label."""
 
     async def complete(
         self,

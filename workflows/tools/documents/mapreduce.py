@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from workflows.engine.demo.policy import DEMO_LABEL
+from workflows.engine.model import nature
 from workflows.engine.records.protocols import LLM, ActionContext, DocumentRef, Message, untrusted
 from workflows.tools.documents.extracted import Extracted, ExtractionError, Limits
 from workflows.tools.documents.isolation import extract_isolated
@@ -53,10 +53,10 @@ def source_label(name: str) -> str:
 
 def is_demo(llm: LLM) -> bool:
     """True for the offline demo model, which cannot follow free-form instructions."""
-    return getattr(llm, "label", "") == DEMO_LABEL
+    return nature.is_demo(llm.label)
 
 
-DEMO_NOTE = "demo model: no language model is configured, so the text was not rewritten"
+DEMO_NOTE = f"{nature.demo_label()}: no language model is configured, so the text was not rewritten"
 
 
 def extractive_digest(sources: Sequence[Source], *, chars_per_source: int = 2_000) -> str:
