@@ -45,7 +45,7 @@ from bench.vs_react_report import SYSTEMS  # noqa: E402
 from tests.support import netguard  # noqa: E402
 from tests.support.fake_tool_calls import ToolCallServer  # noqa: E402
 from tests.support.mcp_servers import stdio_command  # noqa: E402
-from workflows.engine.model import llm as engine_llm  # noqa: E402
+from workflows.engine.model import transport as model_transport  # noqa: E402
 from workflows.engine.prompting import ranking  # noqa: E402
 from workflows.engine.prompting.prompts import system_message  # noqa: E402
 from workflows.engine.prompting.ranking import Ranking, task_view  # noqa: E402
@@ -248,7 +248,7 @@ def main() -> None:
     sizes = [20, 100] if args.quick else [int(n) for n in args.sizes.split(",")]
     runs = 1 if args.quick else args.runs
     scale = args.latency_scale if args.latency_scale is not None else (0.1 if args.quick else 1.0)
-    engine_llm.ALLOW_REMOTE_MODEL_REQUESTS = False
+    model_transport.ALLOW_REMOTE_MODEL_REQUESTS = False
     model = Model(scale)
     started = time.perf_counter()
     engine = yardstick.engine_options(args)

@@ -37,8 +37,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.website import TestWebsite  # noqa: E402
+from workflows.engine.loop.claim_text import figures_in  # noqa: E402
 from workflows.engine.loop.controls import AutoControls  # noqa: E402
-from workflows.engine.loop.faithfulness import figures_in  # noqa: E402
 from workflows.engine.loop.round import run_round  # noqa: E402
 from workflows.engine.model.llm import OpenAICompatibleLLM  # noqa: E402
 from workflows.engine.model.staged import StagedLLM  # noqa: E402

@@ -52,7 +52,7 @@ from tests.support import netguard  # noqa: E402
 from tests.support.fake_tool_calls import ToolCallServer  # noqa: E402
 from workflows.engine.loop.controls import AutoControls  # noqa: E402
 from workflows.engine.loop.round import run_round  # noqa: E402
-from workflows.engine.model import llm as engine_llm  # noqa: E402
+from workflows.engine.model import transport as model_transport  # noqa: E402
 from workflows.engine.model.staged import SMALL_KINDS  # noqa: E402
 from workflows.engine.prompting.prompts import render_documents, render_observation, system_message  # noqa: E402
 from workflows.engine.records.events import ActEvent, MessageEvent, ObserveEvent, RoundEvent  # noqa: E402
@@ -283,7 +283,7 @@ def main() -> None:
     sizes = [6, 20] if args.quick else [int(n) for n in args.sizes.split(",")]
     runs = 1 if args.quick else args.runs
     scale = args.latency_scale if args.latency_scale is not None else (0.1 if args.quick else 1.0)
-    engine_llm.ALLOW_REMOTE_MODEL_REQUESTS = False
+    model_transport.ALLOW_REMOTE_MODEL_REQUESTS = False
     model = Model(scale)
     started = time.perf_counter()
     with netguard.guarded():

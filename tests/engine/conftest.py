@@ -12,7 +12,7 @@ import pytest
 from tests.support.replies import cont, params, review, select, stop, taskplan
 from workflows.engine.loop.controls import AutoControls
 from workflows.engine.loop.round import run_round
-from workflows.engine.model import llm as llm_module
+from workflows.engine.model import transport
 from workflows.engine.model.llm import OpenAICompatibleLLM
 from workflows.engine.records.events import Event
 from workflows.engine.records.state import RoundState
@@ -31,7 +31,7 @@ async def llm(fake_openai):
 @pytest.fixture(autouse=True)
 def _local_models_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The OpenAI-compatible client may only reach 127.0.0.1 in engine tests."""
-    monkeypatch.setattr(llm_module, "ALLOW_REMOTE_MODEL_REQUESTS", False)
+    monkeypatch.setattr(transport, "ALLOW_REMOTE_MODEL_REQUESTS", False)
 
 
 def make_state(**overrides: Any) -> RoundState:

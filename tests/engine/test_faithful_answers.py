@@ -12,7 +12,8 @@ from tests.engine.conftest import collect, make_state, of, params, select, stop,
 from tests.engine.test_small_models import NO_SEARCH, ToolsWithoutSearch
 from workflows.engine.loop.answer import OWN_KNOWLEDGE
 from workflows.engine.loop.asked import calculations, requested_unavailable
-from workflows.engine.loop.faithfulness import CAVEAT, check_sources, figures_in, without_invented
+from workflows.engine.loop.claim_text import figures_in
+from workflows.engine.loop.faithfulness import CAVEAT, check_sources, without_invented
 from workflows.engine.testing import MemoryStore
 
 NOTES = """Project Aurora status notes

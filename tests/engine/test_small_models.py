@@ -13,7 +13,8 @@ from tests.engine.conftest import collect, make_state, of, params, select, stop,
 from tests.support.fake_openai import FakeReply
 from workflows.engine.loop.answer import OWN_KNOWLEDGE
 from workflows.engine.model.formats import valid_values
-from workflows.engine.model.llm import MAX_TOKENS, OpenAICompatibleLLM
+from workflows.engine.model.llm import OpenAICompatibleLLM
+from workflows.engine.model.transport import MAX_TOKENS
 from workflows.engine.prompting.narrowed import selection_output
 from workflows.engine.records.protocols import catalog_line
 from workflows.engine.records.schemas import clean_reference

@@ -544,7 +544,7 @@ def test_a_decision_that_may_carry_the_answer_has_room_for_it() -> None:
     """Refine and the review may write the round's answer: each call's token limit holds an
     answer as long as the answer call's (the review's was 400, so Actionplan's answers were
     cut off, then asked for again)."""
-    from workflows.engine.model.llm import MAX_TOKENS
+    from workflows.engine.model.transport import MAX_TOKENS
 
     assert MAX_TOKENS["refine"] >= MAX_TOKENS["final"] + 400
     assert MAX_TOKENS["review"] >= MAX_TOKENS["final"] + 400

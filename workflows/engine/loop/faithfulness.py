@@ -14,6 +14,8 @@ checks each sentence against them, without a model call:
 What a string check can and cannot prove, said wherever its verdict is shown: a figure or a
 word that is not in the sources was not taken from them; one that is in them may still be
 used wrongly (the right number for the wrong thing), which only reading can tell.
+
+How a text is read (its sentences, figures, names and content words) is `claim_text.py`'s.
 """
 
 from __future__ import annotations
@@ -21,6 +23,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+from workflows.engine.loop.claim_text import (
+    LIST_MARK,
+    QUOTE,
+    WORD,
+    content_words,
+    figures_in,
+    names_in,
+    pieces,
+    stem,
+)
 
 CAVEAT = (
     "a string check: what it flags is not in the sources; what it passes may still be "
@@ -32,65 +45,6 @@ MIN_FOUND = 0.5
 MIN_WORDS = 3
 """Sentences with fewer content words are judged by their figures, names and quotes only."""
 
-_SCALES = {
-    "thousand": 1e3,
-    "k": 1e3,
-    "million": 1e6,
-    "millions": 1e6,
-    "mn": 1e6,
-    "m": 1e6,
-    "billion": 1e9,
-    "billions": 1e9,
-    "bn": 1e9,
-    "trillion": 1e12,
-}
-_NUMBER = re.compile(
-    r"(?<![\w.,/#-])(?:[$€£¥]\s?)?(\d+(?:[.,]\d+)*)(?:st|nd|rd|th)?"
-    r"(?:\s?(%|percent\b|per cent\b))?"
-    r"(?:\s?(thousand|millions?|billions?|trillion|mn|bn|k|m)\b)?"
-    r"(?![\w])"
-)
-"""A figure: digits with separators, an ordinal ending, percent, a scale word; not part of a
-word or an identifier (H2O, round1_task2, v1.2.3 are not figures)."""
-_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
-_NAME = re.compile(r"\b[A-Z][\w'’-]*[a-z][\w'’-]*(?:\s+[A-Z][\w'’-]*[a-z][\w'’-]*)*")
-_QUOTE = re.compile(r"[“\"]([^“”\"\n]{8,200})[”\"]")
-_URL = re.compile(r"<?https?://\S+>?|`[^`\n]*`|\[([^\]\n]*)\]\([^)\n]*\)")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[)\]*_\"”’]*\s+(?=[^a-z\s])")
-_ABBREVIATION = re.compile(r"(?:\b(?:pp?|no|nr|fig|vol|ch|sec|e\.g|i\.e|cf|approx|ca|vs)\.)$", re.I)
-"""Where a full stop ends an abbreviation, not a sentence ("p. 3", "e.g. 12")."""
-_CITATION = re.compile(
-    r"\b(?:pp?\.|pages?|sections?|§|chapters?|slides?|lines?|rows?|items?|steps?|fig\.|"
-    r"figures?|tables?|sources?|parts?)\s*\d+(?:\s*[-–,]\s*\d+)*",
-    re.IGNORECASE,
-)
-"""A reference into a document (page 3, p. 3-4, section 2, source 1): where a fact comes from,
-not a figure it states."""
-_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
-_STOP_WORDS = """
-    about above after again against also although among another because been before being
-    below between both could does doing down during each either else even every from further
-    have having here hers herself himself into itself just least less more most much must
-    neither none once only other ought ours ourselves over same shall should some such than
-    that their theirs them themselves then there these they this those through thus under
-    until upon very what when where whether which while whom whose will with within without
-    would your yours yourself yourselves report summary summarise summarize summarises
-    summarizes summarised summarized document documents overview section sections following
-    information details detail include includes including provide provides provided mention
-    mentions mentioned state states stated note notes noted according based given shown show
-    shows list listed key main points point file files text attached source sources answer
-    request user here
-"""
-_STOP = frozenset(_STOP_WORDS.split())
-"""Words a sentence may use without taking them from a source: grammar, and how reports and
-answers speak of themselves."""
-_NOT_NAMES = """
-    The This That These Those There Here It Its In On At For From With By Of To And Or But
-    If When While As An A I We You They He She Our Your Their My His Her Please Note Also
-    However Overall Summary Report Sources Source Markdown Answer Yes No Not All Each Both
-    Key Main Next Total Today Task Step Document Documents Notes Project
-"""
-_COMMON_NAMES = frozenset(_NOT_NAMES.split())
 """Capitalised words that are not names (sentence openers, a report's own headings)."""
 
 
@@ -196,57 +150,7 @@ def why(claim: Claim) -> str:
     return f" ({', '.join(parts[:4])})" if parts else ""
 
 
-# --- Reading ------------------------------------------------------------------------------
-
-
-def figure_values(number: str, unit: str = "", scale: str = "") -> set[float]:
-    """Every value a written number may stand for: thousands or decimal separators read both
-    ways where they are ambiguous, with its scale word applied and without."""
-    readings: set[float] = set()
-    if "," in number and "." in number:  # the last separator is the decimal one
-        decimal = "." if number.rfind(".") > number.rfind(",") else ","
-        whole, _, part = number.rpartition(decimal)
-        readings.add(float(re.sub(r"[.,]", "", whole) + "." + part))
-    else:
-        separator = "," if "," in number else "."
-        groups = number.split(separator)
-        if len(groups) == 1:
-            readings.add(float(number))
-        else:
-            if all(len(g) == 3 for g in groups[1:]):
-                readings.add(float("".join(groups)))  # thousands separators
-            if len(groups) == 2:
-                readings.add(float(".".join(groups)))  # a decimal separator
-    scaled = _SCALES.get(scale.lower(), 1.0)
-    return {round(v * s, 6) for v in readings for s in {1.0, scaled}}
-
-
-def figures_in(text: str) -> list[tuple[str, set[float]]]:
-    """The figures of a text, each as written and with the values it may stand for."""
-    found = []
-    plain = _CITATION.sub(" ", _URL.sub(lambda m: m.group(1) or " ", text))
-    for match in _NUMBER.finditer(plain):
-        values = figure_values(match.group(1), match.group(2) or "", match.group(3) or "")
-        if values:
-            found.append((match.group(0).strip(), values))
-    return found
-
-
-def stem(word: str) -> str:
-    """A word's rough stem, enough for a paraphrase to meet its source: lower case, without
-    a plural or verb ending."""
-    word = word.lower().replace("’", "'").removesuffix("'s")
-    for ending in ("ies", "ing", "ed", "es", "ly", "s"):
-        if word.endswith(ending) and len(word) - len(ending) >= 4:
-            return word[: -len(ending)] + ("y" if ending == "ies" else "")
-    return word
-
-
-def content_words(text: str) -> list[str]:
-    """The words that carry a sentence's meaning, stemmed (four letters and more, no grammar
-    or words reports use about themselves)."""
-    words = _WORD.findall(_URL.sub(lambda m: m.group(1) or " ", text))
-    return [stem(w) for w in words if len(w) >= 4 and w.lower() not in _STOP]
+# --- The sources ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -266,7 +170,7 @@ class Sources:
         joined = "\n".join(kept)
         values = {v for _, found in figures_in(joined) for v in found}
         words = frozenset(content_words(joined)) | frozenset(
-            stem(w) for w in _WORD.findall(joined) if len(w) >= 4
+            stem(w) for w in WORD.findall(joined) if len(w) >= 4
         )
         return cls(words, frozenset(values), " ".join(joined.lower().split()), len(kept))
 
@@ -290,48 +194,12 @@ class Sources:
 # --- Checking -----------------------------------------------------------------------------
 
 
-def pieces(text: str) -> list[tuple[int, int]]:
-    """Where each sentence, list item or table row of a Markdown text is: (start, end).
-    Headings, code blocks, quoted notes and horizontal rules are left out."""
-    spans: list[tuple[int, int]] = []
-    offset, fenced = 0, False
-    for line in text.splitlines(keepends=True):
-        start, body = offset, line.rstrip("\n")
-        offset += len(line)
-        stripped = body.strip()
-        if stripped.startswith("```"):
-            fenced = not fenced
-            continue
-        if fenced or not stripped or stripped.startswith(("#", ">", "---", "|---", "| ---")):
-            continue
-        lead = len(body) - len(body.lstrip())
-        if mark := _LIST_MARK.match(body):
-            lead = mark.end()
-        cursor = start + lead
-        for part in sentences(body[lead:]):
-            if part.strip():
-                at = text.find(part, cursor)
-                spans.append((at, at + len(part.rstrip())))
-                cursor = at + len(part)
-    return spans
-
-
-def sentences(line: str) -> list[str]:
-    """A line's sentences (a full stop after an abbreviation does not end one)."""
-    parts, begun = [], 0
-    for end in _SENTENCE_END.finditer(line):
-        if not _ABBREVIATION.search(line[begun : end.start()]):
-            parts.append(line[begun : end.start()])
-            begun = end.end()
-    return [*parts, line[begun:]]
-
-
 def check_claim(sentence: str, start: int, sources: Sources) -> Claim:
     """One sentence against the sources."""
     figures = tuple(
         written for written, values in figures_in(sentence) if not values & sources.values
     )
-    quotes = tuple(q for q in _QUOTE.findall(sentence) if not sources.holds_phrase(q))
+    quotes = tuple(q for q in QUOTE.findall(sentence) if not sources.holds_phrase(q))
     names = tuple(
         dict.fromkeys(
             name
@@ -351,22 +219,6 @@ def check_claim(sentence: str, start: int, sources: Sources) -> Claim:
         names=names,
         quotes=quotes,
     )
-
-
-def names_in(sentence: str) -> list[str]:
-    """The capitalised names of a sentence, not counting its first word (which is capitalised
-    anyway) nor words that are capitalised for other reasons."""
-    plain = _URL.sub(lambda m: m.group(1) or " ", sentence)
-    first = re.match(r"\W*\w+", plain)
-    skip = first.end() if first else 0
-    names = []
-    for match in _NAME.finditer(plain):
-        words = [w for w in match.group(0).split() if w not in _COMMON_NAMES]
-        if match.start() < skip:
-            words = words[1:] if match.group(0).split()[0] not in _COMMON_NAMES else words
-        if words:
-            names.append(" ".join(words))
-    return names
 
 
 def check_sources(text: str, sources: Sequence[str], *, context: Sequence[str] = ()) -> SourceCheck:
@@ -401,6 +253,6 @@ def whole_line(text: str, start: int, end: int) -> tuple[int, int, str]:
     line_end = text.find("\n", end)
     line_end = len(text) if line_end < 0 else line_end
     before, after = text[line_start:start], text[end:line_end]
-    if not _LIST_MARK.sub("", before).strip(" |") and not after.strip(" |"):
+    if not LIST_MARK.sub("", before).strip(" |") and not after.strip(" |"):
         return line_start, min(line_end + 1, len(text)), ""
     return start, end, ""
