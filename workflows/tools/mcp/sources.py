@@ -220,10 +220,12 @@ class McpHub:
                 ready.set_result(client)
                 await self._closing.wait()
         except BaseException as error:  # noqa: BLE001 - a failed start is reported to callers
-            if isinstance(error, asyncio.CancelledError) and not ready.done():
-                ready.cancel()  # the run ended while it connected: nobody waits for it
-            if isinstance(error, asyncio.CancelledError):
-                raise
+            if (stop := ended_by(error)) is not None:
+                if not ready.done():
+                    ready.cancel()  # nobody is to wait for a connection that will not come
+                if stop is error:
+                    raise
+                raise stop from error  # bare, as asyncio's task groups raise it: it ends the loop
             reason = describe_failure(server, error)
             if errlog is not None and (words := last_words(server, errlog)):
                 reason += f"; it said: {words}"
@@ -291,6 +293,30 @@ def last_words(server: McpServer, errlog: Any, limit: int = 300) -> str:
         text = text.partition("\n")[2]
     lines = [line.strip() for line in redact(server, text).splitlines() if line.strip()]
     return " | ".join(lines[-3:])[-limit:]
+
+
+def ended_by(error: BaseException) -> BaseException | None:
+    """What ends a connection through no fault of the server's: an interrupt or an exit of the
+    interpreter (Ctrl+C, SystemExit) or a cancellation (the run ended), bare or inside the
+    SDK's task groups; None for the server's own failure, which is said to callers."""
+    if isinstance(error, KeyboardInterrupt | SystemExit | asyncio.CancelledError):
+        return error
+    if not isinstance(error, BaseExceptionGroup):
+        return None
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [error]
+    while pending:
+        item = pending.pop(0)
+        if isinstance(item, BaseExceptionGroup):
+            pending.extend(item.exceptions)
+        else:
+            leaves.append(item)
+    exits = [leaf for leaf in leaves if isinstance(leaf, KeyboardInterrupt | SystemExit)]
+    if exits:
+        return exits[0]
+    if leaves and all(isinstance(leaf, asyncio.CancelledError) for leaf in leaves):
+        return leaves[0]
+    return None
 
 
 def describe_failure(server: McpServer, error: BaseException) -> str:
