@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from workflows.engine.records import events, protocols, schemas, state
+from workflows.engine.records import events, parts, protocols, schemas, state
 from workflows.engine.records.protocols import ActionResult, DocumentRef, Usage, WebFinding
 from workflows.engine.records.schemas import Observation, Preview
 from workflows.events import contract
@@ -39,7 +39,7 @@ def test_the_walk_reaches_nested_parts():
     """The walk goes through the union into nested parts (an observation's previews and web
     findings, a message's documents), so the check below sees them."""
     models = reachable(Envelope)
-    for part in (Observation, Preview, WebFinding, DocumentRef, events.CallSpend):
+    for part in (Observation, Preview, WebFinding, DocumentRef, parts.CallSpend):
         assert part in models
     assert len([m for m in models if issubclass(m, events.BaseEvent)]) == len(contract.EVENT_TYPES)
 

@@ -13,7 +13,8 @@ from django.urls import reverse
 
 from tests.support.page import Element, parse
 from workflows import services
-from workflows.engine.records.events import ReviewEvent, RoundEvent, TaskEvent, TaskStatus
+from workflows.engine.records.events import ReviewEvent, RoundEvent, TaskEvent
+from workflows.engine.records.parts import TaskStatus
 from workflows.events.contract import Envelope
 from workflows.events.rendering import render_event
 from workflows.execution import recording

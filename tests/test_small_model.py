@@ -153,7 +153,8 @@ def test_a_steps_badge_says_what_each_kind_of_call_cost_on_which_model():
     from tests.support.page import parse
     from workflows import exports
     from workflows.engine.model.money import Cost
-    from workflows.engine.records.events import CallSpend, StepEvent
+    from workflows.engine.records.events import StepEvent
+    from workflows.engine.records.parts import CallSpend
     from workflows.events.contract import Envelope
     from workflows.events.rendering import render_event
 

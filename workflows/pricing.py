@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from workflows.engine.model.money import Cost, Prices
-from workflows.engine.records.events import CallSpend
+from workflows.engine.records.parts import CallSpend
 
 TABLE_CURRENCY = "USD"
 """The currency of genai-prices' table."""

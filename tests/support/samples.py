@@ -14,8 +14,6 @@ from workflows.engine.records.events import (
     MessageEvent,
     ObserveEvent,
     PlanEvent,
-    PlanItem,
-    PlannedStep,
     RefineEvent,
     ReviewEvent,
     RoundEvent,
@@ -26,6 +24,7 @@ from workflows.engine.records.events import (
     ThoughtEvent,
     UsageEvent,
 )
+from workflows.engine.records.parts import PlanItem, PlannedStep
 from workflows.engine.records.protocols import DocumentRef
 from workflows.engine.records.schemas import ActionSelection, Observation, TaskItem
 from workflows.events.contract import FeedbackEvent, NoticeEvent, RunEvent, TitleEvent

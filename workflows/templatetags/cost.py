@@ -8,13 +8,8 @@ from django import template
 from workflows import pricing
 from workflows.engine.model import nature
 from workflows.engine.model.money import Cost
-from workflows.engine.records.events import (
-    CallSpend,
-    RoundEvent,
-    StepEvent,
-    ThoughtEvent,
-    UsageEvent,
-)
+from workflows.engine.records.events import RoundEvent, StepEvent, ThoughtEvent, UsageEvent
+from workflows.engine.records.parts import CallSpend
 from workflows.execution import setup
 from workflows.models import ChatWorkflow
 

@@ -22,7 +22,8 @@ from workflows.engine.prompting.narrowed import actionplan_output
 from workflows.engine.prompting.prompts import plan_format
 from workflows.engine.prompting.ranking import SEARCH_ACTION, CatalogView
 from workflows.engine.prompting.selection import selection_messages, task_tools
-from workflows.engine.records.events import ActEvent, ActionPlanEvent, Event, PlanEvent, PlannedStep
+from workflows.engine.records.events import ActEvent, ActionPlanEvent, Event, PlanEvent
+from workflows.engine.records.parts import PlannedStep
 from workflows.engine.records.protocols import describe_error
 from workflows.engine.records.schemas import ActionPlan, ActionSelection, Observation, PlannedAction
 from workflows.engine.records.wording import explain_error

@@ -18,15 +18,8 @@ from workflows.engine.loop.tasks import StepTrace as StepTrace
 from workflows.engine.loop.tasks import TaskState as TaskState
 from workflows.engine.model.money import Cost, Prices
 from workflows.engine.model.staged import SMALL_KINDS
-from workflows.engine.records.events import (
-    CallSpend,
-    Position,
-    StatusEvent,
-    StepEvent,
-    TaskEvent,
-    TaskStatus,
-    UsageEvent,
-)
+from workflows.engine.records.events import StatusEvent, StepEvent, TaskEvent, UsageEvent
+from workflows.engine.records.parts import CallSpend, Position, TaskStatus
 from workflows.engine.records.protocols import LLM, DocumentStore, ToolExecutor, Usage
 from workflows.engine.records.state import HistoryEntry, RoundState
 

@@ -39,8 +39,8 @@ from workflows.engine.records.events import (
     ReviewEvent,
     RoundEvent,
     TaskPlanEvent,
-    TaskStatus,
 )
+from workflows.engine.records.parts import TaskStatus
 from workflows.engine.records.protocols import LLM, DocumentStore, ModelUnavailable, ToolExecutor
 from workflows.engine.records.schemas import (
     ActionPlan,

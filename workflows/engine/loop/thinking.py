@@ -30,10 +30,9 @@ from workflows.engine.records.events import (
     Event,
     MessageEvent,
     PlanEvent,
-    PlanItem,
-    TaskStatus,
     ThoughtEvent,
 )
+from workflows.engine.records.parts import PlanItem, TaskStatus
 from workflows.engine.records.protocols import untrusted
 from workflows.engine.records.schemas import (
     ActionSelection,
