@@ -1,7 +1,7 @@
 """Tool catalogs of 6 to 100 actions for the benchmarks, for PowerOn and as LangChain tools.
 
 The first six are the product's built-in actions with their real names, descriptions and
-parameter models (`workflows.tools`), run by the engine's small fake behaviours. The others
+parameter models (`workflows.tools`), run by the tests' small fake behaviours. The others
 look like the tools an MCP server offers (calendar.createEvent, crm.findContact,
 github.searchIssues, ...): pydantic parameter models with typed fields and descriptions,
 made deterministically from the templates below, so a catalog of N tools is always the
@@ -17,8 +17,8 @@ from typing import Any, Literal
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from tests.support.fake_tools import FakeTool, fake_tools
 from workflows.engine.records.protocols import ActionContext, ActionResult
-from workflows.engine.testing import FakeTool, fake_tools
 from workflows.tools import CATALOG
 
 Spec = tuple[str, Any, Any, str]
@@ -407,13 +407,11 @@ def extra_tools() -> list[FakeTool]:
 
 
 def builtin_tools() -> list[FakeTool]:
-    """The product's six actions as the model sees them, doing the engine's fake work."""
+    """The product's six actions as the model sees them, doing the tests' fake work."""
     real = {tool.name: tool for tool in CATALOG}
-    tools = fake_tools()
+    tools = fake_tools()  # the real parameter models already, with short descriptions
     for tool in tools:
         tool.description = real[tool.name].description
-        tool.Parameters = real[tool.name].Parameters
-        tool.uses_documents = real[tool.name].uses_documents
     return tools
 
 

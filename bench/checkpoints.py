@@ -70,8 +70,8 @@ async def steps_of_a_round(var_dir: str) -> tuple[int, int]:
     from django.contrib.auth import get_user_model
 
     from bench.host_overhead import PROMPT, PolicyLLM
+    from tests.support.fake_tools import FakeToolExecutor
     from workflows import services
-    from workflows.engine.testing import FakeToolExecutor
     from workflows.execution import durable, runner, setup
 
     setup.build_llm = lambda: PolicyLLM(STEPS)

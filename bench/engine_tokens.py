@@ -20,11 +20,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
+from tests.support.fake_tools import FakeToolExecutor  # noqa: E402
 from workflows.engine.loop.controls import AutoControls  # noqa: E402
 from workflows.engine.loop.round import run_round  # noqa: E402
 from workflows.engine.model.llm import OpenAICompatibleLLM  # noqa: E402
 from workflows.engine.records.state import HistoryEntry, RoundState  # noqa: E402
-from workflows.engine.testing import FakeToolExecutor, MemoryStore  # noqa: E402
+from workflows.engine.testing import MemoryStore  # noqa: E402
 
 KINDS = {
     "TaskPlan": "task plan",

@@ -38,11 +38,12 @@ sys.path.insert(0, str(ROOT))
 from bench.host_overhead_langgraph import LangGraph  # noqa: E402
 from bench.host_overhead_report import report  # noqa: E402
 from bench.pgtemp import drop_database, optional_database, url_of  # noqa: E402
+from tests.support.fake_tools import FakeToolExecutor  # noqa: E402
 from tests.support.replies import cont, params, review, select, stop, taskplan  # noqa: E402
 from workflows.engine.loop.controls import AutoControls  # noqa: E402
 from workflows.engine.loop.round import run_round  # noqa: E402
 from workflows.engine.records.state import Budgets, RoundState  # noqa: E402
-from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM  # noqa: E402
+from workflows.engine.testing import MemoryStore, ScriptedLLM  # noqa: E402
 
 PROMPT = "Write a short market overview of European heat pumps."
 ANSWER = " ".join(["The European heat pump market grew in 2024; the report has the details."] * 4)

@@ -20,13 +20,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.support.fake_tools import FakeToolExecutor  # noqa: E402
 from tests.support.replies import params, review, select, stop, taskplan  # noqa: E402
 from workflows.engine.loop.controls import AutoControls  # noqa: E402
 from workflows.engine.loop.round import run_round  # noqa: E402
 from workflows.engine.records.events import MessageEvent, StatusEvent  # noqa: E402
 from workflows.engine.records.protocols import ActionResult, ProducedDocument  # noqa: E402
 from workflows.engine.records.state import HistoryEntry, RoundState  # noqa: E402
-from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM  # noqa: E402
+from workflows.engine.testing import MemoryStore, ScriptedLLM  # noqa: E402
 
 PAGES = 6
 

@@ -50,6 +50,7 @@ from bench.model_server import Model, Trace, model_id, staged_llm  # noqa: E402
 from bench.vs_react_report import PLOTS, SYSTEMS  # noqa: E402
 from tests.support import netguard  # noqa: E402
 from tests.support.fake_tool_calls import ToolCallServer  # noqa: E402
+from tests.support.fake_tools import FakeTool, FakeToolExecutor  # noqa: E402
 from workflows.engine.loop.controls import AutoControls  # noqa: E402
 from workflows.engine.loop.round import run_round  # noqa: E402
 from workflows.engine.model import transport as model_transport  # noqa: E402
@@ -57,7 +58,7 @@ from workflows.engine.model.staged import SMALL_KINDS  # noqa: E402
 from workflows.engine.prompting.prompts import render_documents, render_observation, system_message  # noqa: E402
 from workflows.engine.records.events import ActEvent, MessageEvent, ObserveEvent, RoundEvent  # noqa: E402
 from workflows.engine.records.state import RoundState  # noqa: E402
-from workflows.engine.testing import FakeTool, FakeToolExecutor, MemoryStore  # noqa: E402
+from workflows.engine.testing import MemoryStore  # noqa: E402
 
 # --- The task ------------------------------------------------------------------------------
 

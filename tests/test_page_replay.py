@@ -15,6 +15,7 @@ from collections.abc import Callable
 import pytest
 from django.urls import reverse
 
+from tests.support.fake_tools import FakeToolExecutor
 from tests.support.page import Element, Page
 from tests.support.replies import cont, params, review, select, stop, taskplan
 from workflows import selectors, services
@@ -22,7 +23,7 @@ from workflows.engine.loop.controls import AutoControls
 from workflows.engine.loop.round import run_round
 from workflows.engine.records.events import Event, RoundEvent
 from workflows.engine.records.state import Policy, RoundState
-from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+from workflows.engine.testing import MemoryStore, ScriptedLLM
 from workflows.events.contract import Envelope, RunEvent
 from workflows.events.rendering import render_event
 from workflows.execution import recording, settle

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.fake_tools import FakeToolExecutor
 from tests.support.replies import cont, params, review, select, stop, taskplan
 from workflows.engine.loop.controls import AutoControls
 from workflows.engine.loop.round import run_round
@@ -16,7 +17,7 @@ from workflows.engine.model import transport
 from workflows.engine.model.llm import OpenAICompatibleLLM
 from workflows.engine.records.events import Event
 from workflows.engine.records.state import RoundState
-from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+from workflows.engine.testing import MemoryStore, ScriptedLLM
 
 
 @pytest.fixture

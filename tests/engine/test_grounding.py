@@ -17,6 +17,7 @@ from tests.engine.conftest import (
     taskplan,
 )
 from tests.engine.test_modes import planned, with_plan
+from tests.support.fake_tools import FakeToolExecutor
 from tests.support.texts import people_texts
 from workflows.engine.loop.closing import OpenWork
 from workflows.engine.loop.controls import AutoControls
@@ -32,7 +33,7 @@ from workflows.engine.records.events import (
 from workflows.engine.records.protocols import ActionResult, ProducedDocument
 from workflows.engine.records.schemas import ActionSelection
 from workflows.engine.records.state import Budgets, Policy
-from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+from workflows.engine.testing import MemoryStore, ScriptedLLM
 
 CANARY = "The report 'Canary Report' is attached as canary_report.pdf."
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.conftest import collect, make_state, of, params, review, taskplan
+from tests.support.fake_tools import FakeToolExecutor
 from workflows.engine.demo.policy import DEMO_LABEL, DemoLLM
 from workflows.engine.loop.controls import AutoControls
 from workflows.engine.model.request import Facts
-from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+from workflows.engine.testing import MemoryStore, ScriptedLLM
 
 
 def planned(action: str, label: str, docs: list[str] | None = None, **parameters) -> dict:

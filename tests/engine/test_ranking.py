@@ -18,6 +18,7 @@ from tests.engine.conftest import (
     stop,
     taskplan,
 )
+from tests.support.fake_tools import FakeTool, FakeToolExecutor, fake_tools
 from tests.support.mcp_server import SUBJECTS
 from workflows.engine.prompting import ranking
 from workflows.engine.prompting.prompts import ANSWER_FORMAT, render_catalog
@@ -30,7 +31,7 @@ from workflows.engine.prompting.ranking import (
     terms,
 )
 from workflows.engine.records.protocols import ActionResult
-from workflows.engine.testing import FakeTool, FakeToolExecutor, ScriptedLLM, fake_tools
+from workflows.engine.testing import ScriptedLLM
 
 
 class Query(BaseModel):

@@ -16,11 +16,12 @@ from tests.engine.conftest import (
     stop,
     taskplan,
 )
+from tests.support.fake_tools import FakeToolExecutor
 from workflows.engine.loop.actions import summarize
 from workflows.engine.loop.controls import AutoControls
 from workflows.engine.records.protocols import ActionResult
 from workflows.engine.records.state import ConnectionInfo, HistoryEntry, Policy
-from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+from workflows.engine.testing import MemoryStore, ScriptedLLM
 
 
 def calls_of(llm: ScriptedLLM, kind: str) -> list:
@@ -732,7 +733,7 @@ async def test_a_runaway_model_field_is_rejected_and_retried() -> None:
 async def test_a_search_uses_the_users_own_key_when_stage_one_names_no_connection() -> None:
     """The user's Tavily connection is used for web.search even when Stage 1 leaves
     requiredConnection empty (the key then never reached the search)."""
-    from workflows.engine.testing import fake_tools
+    from tests.support.fake_tools import fake_tools
 
     tools = fake_tools()
     for tool in tools:

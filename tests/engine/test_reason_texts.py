@@ -20,6 +20,7 @@ from tests.engine.conftest import (
     taskplan,
 )
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
+from tests.support.fake_tools import FakeToolExecutor
 from tests.support.texts import faults, people_texts, reason_faults
 from workflows.engine.loop.closing import OpenWork
 from workflows.engine.loop.controls import AutoControls
@@ -28,7 +29,7 @@ from workflows.engine.model.reports import timed_out
 from workflows.engine.records.events import Event
 from workflows.engine.records.protocols import ActionResult, ModelUnavailable
 from workflows.engine.records.state import Budgets, Policy
-from workflows.engine.testing import FakeToolExecutor, ScriptedLLM
+from workflows.engine.testing import ScriptedLLM
 
 Scenario = Callable[[], Awaitable[list[Event]]]
 SCENARIOS: dict[str, Scenario] = {}

@@ -11,6 +11,7 @@ import pytest
 
 from tests.engine.conftest import collect, make_state, of, params, select, stop, taskplan
 from tests.support.fake_openai import FakeReply
+from tests.support.fake_tools import FakeToolExecutor, fake_tools
 from workflows.engine.loop.answer import OWN_KNOWLEDGE
 from workflows.engine.model.formats import valid_values
 from workflows.engine.model.llm import OpenAICompatibleLLM
@@ -19,7 +20,7 @@ from workflows.engine.prompting.narrowed import selection_output
 from workflows.engine.records.protocols import catalog_line
 from workflows.engine.records.schemas import clean_reference
 from workflows.engine.records.state import ConnectionInfo, Policy
-from workflows.engine.testing import FakeToolExecutor, ScriptedLLM, fake_tools
+from workflows.engine.testing import ScriptedLLM
 
 NO_SEARCH = "No search provider is configured (set POWERON_SEARCH_PROVIDER)."
 

@@ -18,11 +18,12 @@ from tests.engine.conftest import (
     stop,
     taskplan,
 )
+from tests.support.fake_tools import FakeToolExecutor
 from workflows.engine.loop.controls import AutoControls
 from workflows.engine.loop.round import run_round
 from workflows.engine.records.protocols import ModelUnavailable
 from workflows.engine.records.state import Budgets, Policy
-from workflows.engine.testing import FakeToolExecutor, MemoryStore, ScriptedLLM
+from workflows.engine.testing import MemoryStore, ScriptedLLM
 
 
 def codes(events) -> list[str]:

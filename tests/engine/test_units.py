@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import pytest
-from pydantic import ValidationError, create_model
+from pydantic import BaseModel, ValidationError, create_model
 
 from workflows.engine.loop.answer import first_sentence
 from workflows.engine.loop.defaults import DefaultsContext, apply_defaults
@@ -28,12 +28,10 @@ from workflows.engine.records.protocols import ActionResult, ProducedDocument, d
 from workflows.engine.records.references import result_label
 from workflows.engine.records.schemas import ActionParameters, ActionSelection, Thought
 from workflows.engine.records.state import Caps, HistoryEntry, Policy
-from workflows.engine.testing import (
-    AiProcessParameters,
-    DocumentExtractParameters,
-    WebScrapeParameters,
-    WebSearchParameters,
-)
+from workflows.tools.documents.actions import DocumentExtractParameters
+from workflows.tools.documents.process import AiProcessParameters
+from workflows.tools.web.actions import ScrapeParameters as WebScrapeParameters
+from workflows.tools.web.search import SearchParameters as WebSearchParameters
 
 # --- schemas --------------------------------------------------------------------------------
 
@@ -191,6 +189,13 @@ def ctx(text: str, task_type: str = "general", language: str = "de") -> Defaults
     return DefaultsContext(language=language, task_type=task_type, text=text)
 
 
+class FreeFormats(BaseModel):
+    """An action whose expectedDocumentFormats are free text: no choices to fit a default to."""
+
+    aiPrompt: str
+    expectedDocumentFormats: list[str] | None = None
+
+
 def test_the_user_language_is_the_default() -> None:
     params, applied = apply_defaults(WebSearchParameters, {"query": "q"}, ctx("find"))
     assert params["language"] == "de" and "language" in applied
@@ -224,11 +229,16 @@ def test_markdown_unless_structured_output_is_asked() -> None:
     scraped, _ = apply_defaults(WebScrapeParameters, {}, ctx("read it"))
     assert scraped["format"] == "markdown"
     processed, _ = apply_defaults(
-        AiProcessParameters,
+        FreeFormats,
         {"aiPrompt": "p", "expectedDocumentFormats": ["json"]},
         ctx("summarise"),
     )
     assert processed["expectedDocumentFormats"] == ["md"]
+    # ai.process lists its formats, so the default is the one it accepts.
+    narrative, _ = apply_defaults(
+        AiProcessParameters, {"aiPrompt": "p", "expectedDocumentFormats": ["json"]}, ctx("sum up")
+    )
+    assert narrative["expectedDocumentFormats"] == ["markdown"]
     asked, _ = apply_defaults(
         AiProcessParameters, {"aiPrompt": "p", "expectedDocumentFormats": ["json"]}, ctx("as JSON")
     )

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.conftest import collect, make_state, select, stop, taskplan
+from tests.support.fake_tools import FakeToolExecutor
 from workflows.engine.model import formats, warming
 from workflows.engine.prompting import narrowed
-from workflows.engine.testing import FakeToolExecutor, MemoryStore
+from workflows.engine.testing import MemoryStore
 
 NOTES = "docList:round1_uploads"
 

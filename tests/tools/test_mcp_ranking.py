@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.conftest import collect, make_state, of, params, select, stop, taskplan
+from tests.support.fake_tools import FakeToolExecutor, fake_tools
 from tests.support.mcp_servers import stdio_command
 from workflows.engine.prompting.ranking import SEARCH_ACTION, task_view
-from workflows.engine.testing import FakeToolExecutor, ScriptedLLM, fake_tools
+from workflows.engine.testing import ScriptedLLM
 from workflows.tools.mcp import sources as mcp
 from workflows.tools.mcp.servers import McpServer
 from workflows.tools.mcp.sources import McpHub

@@ -1,6 +1,8 @@
 """Test doubles that satisfy the engine's protocols: a scripted model and an in-memory store.
 
-Shipped with the engine (not only the tests) so benchmarks and the demo can use them.
+Shipped with the engine (not only the tests) so benchmarks can use them. The fake tools live
+with the tests (tests/support/fake_tools.py), built from the real tools' parameter models,
+which the engine may not import.
 """
 
 from __future__ import annotations
@@ -8,17 +10,15 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from workflows.engine.model.formats import ASKED, split_answer
 from workflows.engine.model.jsonstream import FieldStream, TailStream
 from workflows.engine.records.protocols import (
-    ActionContext,
-    ActionResult,
     AnswerSink,
     Completion,
     DocumentRef,
@@ -27,10 +27,7 @@ from workflows.engine.records.protocols import (
     ProducedDocument,
     T,
     TextCompletion,
-    Tool,
-    ToolBase,
     Usage,
-    WebFinding,
     describe_error,
 )
 
@@ -180,203 +177,3 @@ class MemoryStore:
         )
         self.documents.append((ref, document.data))
         return ref
-
-
-# --- A tool executor with fake tools that mirror the real catalog -----------------------------
-
-
-class WebSearchParameters(BaseModel):
-    """web.search, as the real tool declares it."""
-
-    query: str
-    maxResults: int = 5
-    searchDepth: Literal["basic", "advanced"] | None = None
-    timeRange: Literal["day", "week", "month", "year"] | None = None
-    topic: str | None = None
-    includeDomains: list[str] | None = None
-    excludeDomains: list[str] | None = None
-    language: str | None = None
-    includeAnswer: bool = False
-    includeRawContent: bool = False
-
-
-class WebScrapeParameters(WebSearchParameters):
-    """web.scrape: search, then fetch and extract the pages."""
-
-    extractDepth: Literal["basic", "advanced"] | None = None
-    format: Literal["markdown", "text"] | None = None
-
-
-class WebCrawlParameters(BaseModel):
-    """web.crawl: fetch the URLs listed in the input documents."""
-
-    extractDepth: Literal["basic", "advanced"] | None = None
-    format: Literal["markdown", "text"] | None = None
-
-
-class AiProcessParameters(BaseModel):
-    """ai.process: let the model work on documents."""
-
-    aiPrompt: str
-    processingMode: str | None = None
-    includeMetadata: bool = False
-    customInstructions: str | None = None
-    expectedDocumentFormats: list[str] | None = None
-
-
-class DocumentExtractParameters(BaseModel):
-    """document.extract: the text of the input documents."""
-
-    aiPrompt: str | None = None
-
-
-class GenerateReportParameters(BaseModel):
-    """document.generateReport: a report from the input documents (as the real tool: its
-    title defaults to the objective)."""
-
-    title: str | None = None
-
-
-Behaviour = Callable[[Any, ActionContext], Awaitable[ActionResult]]
-
-
-async def _text_of(ctx: ActionContext) -> list[tuple[str, str]]:
-    return [
-        (ref.name, (await ctx.store.read(ref)).decode("utf-8", "replace")) for ref in ctx.documents
-    ]
-
-
-async def _search(params: Any, ctx: ActionContext) -> ActionResult:
-    findings = [
-        WebFinding(
-            url=f"https://example.test/{n}",
-            title=f"Result {n} for {params.query}",
-            relevance=1 - n / 10,
-            keyPoints=[f"Key point {n} about {params.query}."],
-            entities=["Example"],
-        )
-        for n in range(1, 4)
-    ]
-    body = json.dumps([f.model_dump() for f in findings]).encode()
-    doc = ProducedDocument(name="search_results.json", mime="application/json", data=body)
-    return ActionResult(
-        success=True, documents=[doc], label="search", findings=findings, notes=["3 results"]
-    )
-
-
-async def _scrape(params: Any, ctx: ActionContext) -> ActionResult:
-    text = f"# {params.query}\n\nThe scraped page says something useful about {params.query}."
-    doc = ProducedDocument(
-        name="page.md",
-        mime="text/markdown",
-        data=text.encode(),
-        source="fetched",
-        sourceUrl="https://example.test/page",
-    )
-    return ActionResult(success=True, documents=[doc], label="pages")
-
-
-async def _crawl(params: Any, ctx: ActionContext) -> ActionResult:
-    docs = [
-        ProducedDocument(name=f"crawl_{name}", mime="text/markdown", data=text.encode())
-        for name, text in await _text_of(ctx)
-    ]
-    return ActionResult(success=True, documents=docs, label="crawl")
-
-
-async def _process(params: Any, ctx: ActionContext) -> ActionResult:
-    texts = await _text_of(ctx)
-    body = f"# {params.aiPrompt}\n\n" + "\n\n".join(text for _, text in texts)
-    doc = ProducedDocument(name="processed.md", mime="text/markdown", data=body.encode())
-    return ActionResult(success=True, documents=[doc], label="processed")
-
-
-async def _extract(params: Any, ctx: ActionContext) -> ActionResult:
-    texts = await _text_of(ctx)
-    if not texts:
-        return ActionResult(success=False, error="no input documents")
-    docs = [
-        ProducedDocument(name=f"extract_{name}.md", mime="text/markdown", data=text.encode())
-        for name, text in texts
-    ]
-    return ActionResult(
-        success=True, documents=docs, label="extract", notes=[f"{len(docs)} document(s) read"]
-    )
-
-
-async def _report(params: Any, ctx: ActionContext) -> ActionResult:
-    texts = await _text_of(ctx)
-    title = params.title or ctx.objective or "Report"
-    body = f"# {title}\n\n" + "\n\n".join(f"## {n}\n\n{t}" for n, t in texts)
-    doc = ProducedDocument(name="report.md", mime="text/markdown", data=body.encode())
-    return ActionResult(success=True, documents=[doc], label="report")
-
-
-@dataclass
-class FakeTool(ToolBase):
-    """One catalog entry with a scripted behaviour."""
-
-    name: str
-    description: str
-    Parameters: type[BaseModel]
-    uses_documents: bool
-    behaviour: Behaviour
-    connection_kind: str | None = None
-
-    async def run(self, params: Any, ctx: ActionContext) -> ActionResult:
-        """Run the behaviour."""
-        return await self.behaviour(params, ctx)
-
-
-def fake_tools() -> list[FakeTool]:
-    """The six actions of the catalog, each doing something small and deterministic."""
-    return [
-        FakeTool("web.search", "Search the web.", WebSearchParameters, False, _search),
-        FakeTool("web.scrape", "Search and read pages.", WebScrapeParameters, False, _scrape),
-        FakeTool("web.crawl", "Read the listed URLs.", WebCrawlParameters, True, _crawl),
-        FakeTool("ai.process", "Process documents.", AiProcessParameters, True, _process),
-        FakeTool("document.extract", "Extract text.", DocumentExtractParameters, True, _extract),
-        FakeTool(
-            "document.generateReport", "Write a report.", GenerateReportParameters, True, _report
-        ),
-    ]
-
-
-@dataclass
-class ExecutedCall:
-    """One action the executor ran."""
-
-    name: str
-    params: BaseModel
-    ctx: ActionContext
-
-
-class FakeToolExecutor:
-    """A ToolExecutor over fake tools; `behaviours` replace a tool's behaviour by name."""
-
-    def __init__(
-        self,
-        behaviours: dict[str, Behaviour] | None = None,
-        *,
-        tools: Sequence[FakeTool] | None = None,
-    ) -> None:
-        self._tools = list(tools if tools is not None else fake_tools())
-        for tool in self._tools:
-            if behaviours and tool.name in behaviours:
-                tool.behaviour = behaviours[tool.name]
-        self.calls: list[ExecutedCall] = []
-
-    def unavailable(self) -> dict[str, str]:
-        """Nothing is missing from the fake catalog (subclasses say what is)."""
-        return {}
-
-    def tools(self) -> Sequence[Tool]:
-        """Every fake tool, in catalog order."""
-        # Instance attributes stand in for the protocol's class variables.
-        return cast(Sequence[Tool], self._tools)
-
-    async def execute(self, name: str, params: BaseModel, ctx: ActionContext) -> ActionResult:
-        """Run the named tool and record the call."""
-        self.calls.append(ExecutedCall(name, params, ctx))
-        tool = next(tool for tool in self._tools if tool.name == name)
-        return await tool.run(params, ctx)
