@@ -129,6 +129,10 @@ def test_every_operation_conforms_and_refuses_the_wrong_caller(
                 if case.body.get("reruns"):
                     case.body["reruns"] = None
         excluded = []
+        if case.path.endswith("/uploads") and case.method == "POST":
+            # Generated files are bytes under any name; the readers refuse a type they cannot
+            # read (415) or an empty file (422), which a multipart schema cannot rule out.
+            excluded.append(schemathesis.checks.positive_data_acceptance)
         if document == "openai" and isinstance(case.body, dict):
             # A model that exists and a user's message last, so most cases reach a round
             # (an unknown model is a 404, another message last a 400).

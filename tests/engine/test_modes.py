@@ -254,10 +254,12 @@ async def test_a_single_task_is_planned_with_the_task_plan_and_answered_with_its
     llm.assert_complete()
     assert [c.kind for c in llm.calls] == ["taskplan", "review"]
     assert '"plan": with exactly one task' in llm.calls[0].messages[0]["content"]
-    assert "docList:round1_task1_action1_extract" in llm.calls[0].messages[-1]["content"]
+    # How a produced document is named: in the instruction, which a narrow layout (a local
+    # server's) moves into the system message under "## Answer format".
+    assert "docList:round1_task1_action1_extract" in llm.calls[0].messages[0]["content"]
     review_prompt = llm.calls[1].messages[-1]["content"]
     assert review_prompt.startswith("## User request\nTell me about PowerOn.")
-    assert '"answer": with "success"' in review_prompt
+    assert '"answer": with "success"' in llm.calls[1].messages[0]["content"]
     assert [a.method for a in of(events, "act")] == ["document.extract", "document.generateReport"]
     assert of(events, "actionplan")[0].actions[1].action == "document.generateReport"
     answer = of(events, "message")[-1]
