@@ -206,7 +206,7 @@ async def test_a_round_a_worker_just_took_after_a_long_wait_does_not_make_it_loo
     import sqlalchemy as sa
     from dbos import DBOS
 
-    from workflows.execution import durable, runner
+    from workflows.execution import durable, failover, runner
 
     settings.POWERON_FAILOVER_SECONDS = 60
     await durable.launch(queues=[])  # this process ("local") takes nothing from the queue
@@ -234,9 +234,9 @@ async def test_a_round_a_worker_just_took_after_a_long_wait_does_not_make_it_loo
 
         now_ms = int(timezone.now().timestamp() * 1000)
         await database_sync_to_async(taken_by_worker)(now_ms)
-        assert await durable.dead_executors(exclude="local") == set()
+        assert await failover.dead_executors(exclude="local") == set()
         await database_sync_to_async(taken_by_worker)(now_ms - 120_000)
-        assert await durable.dead_executors(exclude="local") == {"worker-1"}
+        assert await failover.dead_executors(exclude="local") == {"worker-1"}
         engine.dispose()
     finally:
         DBOS.destroy()

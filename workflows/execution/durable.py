@@ -1,10 +1,11 @@
-"""Durable runs on DBOS Transact: configuration, launch, ids, cancellation and failover.
+"""Durable runs on DBOS Transact: configuration, launch, ids, states and cancellation.
 
 Every round is a DBOS workflow whose model calls, tool actions and document writes are
 checkpointed steps (see `checkpoints.py`). The system database is SQLite under `var/` by
 default and PostgreSQL (in its own schema of the app's database) in production. A process
 that starts recovers the runs it was running when it stopped; a process that finds another
-one's runs without a heartbeat for `POWERON_FAILOVER_SECONDS` takes them over.
+one's runs without a heartbeat for `POWERON_FAILOVER_SECONDS` takes them over
+(`failover.py`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from django.utils import timezone
 
 from workflows.models import ChatWorkflow, Installation
 
-from . import setup
+from . import dbos_internals, setup
 
 logger = logging.getLogger(__name__)
 
@@ -322,18 +323,6 @@ def _client() -> Iterator[DBOSClient]:
         client.destroy()
 
 
-def is_launched() -> bool:
-    """Whether DBOS runs in this process now (launched, not destroyed since).
-
-    DBOS has no public way to ask this: its private global instance is read, with dbos
-    pinned in pyproject.toml and the answer tested across a launch and a destroy
-    (tests/test_dbos_api.py), so an upgrade that moves it fails a test, not a run."""
-    from dbos import _dbos
-
-    instance = _dbos._dbos_global_instance
-    return instance is not None and instance._launched
-
-
 def statuses(runs: Iterable[RunRef]) -> dict[RunRef, str]:
     """DBOS's states of several rounds: through this process's DBOS when it is launched (the
     watch of every process asks every few seconds), else through a client of its own (for
@@ -342,7 +331,7 @@ def statuses(runs: Iterable[RunRef]) -> dict[RunRef, str]:
     if not wanted:
         return {}
     options: dict[str, Any] = {"load_input": False, "load_output": False}
-    if is_launched():
+    if dbos_internals.is_launched():
         found = DBOS.list_workflows(workflow_ids=list(wanted), **options)
     else:
         with _client() as client:
@@ -371,39 +360,3 @@ async def release(workflow_ids: list[int]) -> None:
     this process cannot take them back)."""
     long_ago = timezone.now() - timedelta(days=1)
     await ChatWorkflow.objects.filter(pk__in=workflow_ids).aupdate(heartbeat=long_ago)
-
-
-def watch_interval() -> float:
-    """How often a process checks for runs whose process died: a quarter of the failover
-    delay, within 0.5 to 5 s."""
-    return min(5.0, max(0.5, settings.POWERON_FAILOVER_SECONDS / 4))
-
-
-async def take_over_dead_executors() -> None:
-    """Fail over the runs of a process that died and did not come back: a run whose
-    heartbeat is older than POWERON_FAILOVER_SECONDS and that DBOS still holds as pending on
-    another executor is put back on its queue, where a live process takes it."""
-    dead = await dead_executors(exclude=EXECUTOR)
-    if dead:
-        logger.warning("Taking over the runs of executors %s", sorted(dead))
-        await asyncio.to_thread(DBOS._recover_pending_workflows, sorted(dead))
-
-
-async def dead_executors(*, exclude: str) -> set[str]:
-    """Executors holding pending runs whose heartbeat went quiet, and which they did not
-    take just now: a round that waited in the queue longer than the failover delay, then
-    taken by a live worker that has not beaten for it yet, is quiet only by its heartbeat
-    (DBOS's own record of the take is recent)."""
-    cutoff = timezone.now() - timedelta(seconds=settings.POWERON_FAILOVER_SECONDS)
-    cutoff_ms = cutoff.timestamp() * 1000
-    quiet = ChatWorkflow.objects.filter(
-        status__in=ChatWorkflow.ACTIVE_STATUSES, heartbeat__lt=cutoff
-    ).values_list("pk", "current_round", "run_id")
-    dead: set[str] = set()
-    async for workflow_id, round, run_id in quiet:
-        found = await DBOS.get_workflow_status_async(RunRef(workflow_id, round, run_id).dbos_id)
-        if not found or found.status != "PENDING" or found.executor_id in (None, exclude):
-            continue
-        if (found.updated_at or 0) < cutoff_ms and found.executor_id is not None:
-            dead.add(found.executor_id)
-    return dead

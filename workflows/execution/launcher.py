@@ -23,7 +23,7 @@ from workflows.events import broadcast
 from workflows.events.contract import Envelope, RunEvent
 from workflows.models import ChatWorkflow
 
-from . import durable, recording, runner, settle
+from . import durable, failover, recording, runner, settle
 from .checkpoints import STEER_TOPIC, question_topic
 
 if TYPE_CHECKING:
@@ -92,9 +92,9 @@ async def watch_runs() -> None:
             ", ".join(unreadable),
         )
     while True:
-        await asyncio.sleep(durable.watch_interval())
+        await asyncio.sleep(failover.watch_interval())
         try:
-            await durable.take_over_dead_executors()
+            await failover.take_over_dead_executors()
             settled = await database_sync_to_async(settle.cut_off_runs)(
                 older_than_seconds=int(settings.POWERON_FAILOVER_SECONDS)
             )
