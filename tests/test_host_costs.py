@@ -128,18 +128,25 @@ def test_a_replayed_batch_stores_only_what_is_new(alice):
 
 async def test_the_model_client_is_created_at_start_up_not_by_the_first_run(model, monkeypatch):
     """A process that runs rounds creates its client when it starts; runs only reuse it.
-    (Counted: clients with connections of their own; a copy made for other options, as the
-    start-up rehearsal and each structured call make, has its original's or a stand-in's.)"""
+    (Counted: clients with connections of their own, each on a bounded HTTP client made for
+    it; a copy made for other options, as the start-up rehearsal and each structured call
+    make, has its original's or a stand-in's.)"""
     from workflows.engine.model import clients
 
-    created = []
+    created, own = [], []
+    bounded = clients.bounded_http_client
+
+    def counted_http_client(*args, **kwargs):
+        own.append(bounded(*args, **kwargs))
+        return own[-1]
 
     class Counted(clients.AsyncOpenAI):
         def __init__(self, **options):
-            if options.get("http_client") is None:
+            if any(options.get("http_client") is made for made in own):
                 created.append(options["base_url"])
             super().__init__(**options)
 
+    monkeypatch.setattr(clients, "bounded_http_client", counted_http_client)
     monkeypatch.setattr(clients, "AsyncOpenAI", Counted)
     await setup.warm_up()
     assert created == [model.url]
