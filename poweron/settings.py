@@ -324,6 +324,8 @@ POWERON_MAX_ROUNDS_PER_HOUR = env_int("POWERON_MAX_ROUNDS_PER_HOUR", 60, low=0)
 POWERON_COMMANDS_PER_MINUTE = env_int("POWERON_COMMANDS_PER_MINUTE", 30, low=0)
 # A viewer that heard nothing for this long asks the database for events the layer dropped.
 POWERON_CATCH_UP_SECONDS = env_float("POWERON_CATCH_UP_SECONDS", 3.0, low=0.05)
+# Stored events a socket is replayed at once; the client asks for each next page (0: all).
+POWERON_REPLAY_PAGE = env_int("POWERON_REPLAY_PAGE", 500, low=0)
 
 # Documents are parsed in a child process with these limits (per document).
 POWERON_DOCUMENT_PARSE_TIMEOUT = env_float("POWERON_DOCUMENT_PARSE_TIMEOUT", 30.0, low=1)

@@ -159,9 +159,10 @@ async def test_resumes_are_bounded_and_an_after_past_the_end_counts_as_the_end(a
     """A resume comes at most once a second and replays at most a fell-behind's worth (a
     client resuming in a loop without reading filled the server's memory); an `after` past
     the last stored event counts as the end, so the events that come next still arrive (the
-    socket went silent)."""
+    socket went silent). Without pages (`tests/test_replay_pages.py` has them)."""
     from workflows.live.consumer import FELL_BEHIND_EVENTS, RESUMING_TOO_OFTEN
 
+    settings.POWERON_REPLAY_PAGE = 0
     workflow = await make_workflow(alice)
     await store_events(workflow, 3)
     communicator = await connect(alice, workflow.pk, "format=json&after=999")

@@ -76,6 +76,14 @@
     if (!wasReplaying) noteFollowing();
     const meta = metaOf(evt.detail.message);
     if (!meta) return;
+    if (meta.dataset.more) {
+      // A long workflow is replayed a page at a time: ask for the next one once this one
+      // is drawn (it ended at data-more).
+      evt.preventDefault();
+      const after = parseInt(meta.dataset.more, 10);
+      evt.detail.socketWrapper.send(JSON.stringify({ action: "resume", after: after }));
+      return;
+    }
     showPhase(meta);
     const seq = meta.dataset.seq ? parseInt(meta.dataset.seq, 10) : null;
     if (seq !== null) {

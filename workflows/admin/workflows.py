@@ -100,6 +100,18 @@ class ChatWorkflowAdmin(SecretSafeAdmin[ChatWorkflow]):
     def get_queryset(self, request: HttpRequest) -> QuerySet[ChatWorkflow]:
         return selectors.workflow_with_step_count()
 
+    def save_model(self, request: HttpRequest, obj: ChatWorkflow, form: Any, change: bool) -> None:
+        """Save; a workflow given to another user closes its former owner's sockets and
+        streams (they may no longer watch, steer or stop it)."""
+        from asgiref.sync import async_to_sync
+
+        from workflows.events import broadcast
+
+        super().save_model(request, obj, form, change)
+        if change and "owner" in form.changed_data:
+            pk, owner = obj.pk, obj.owner_id
+            transaction.on_commit(lambda: async_to_sync(broadcast.reassigned)(pk, owner))
+
     # Deleting goes through the app's own deletion: its files go with it, the hourly limits
     # keep counting its rounds, its open tabs close; and never under a live run, which is
     # said (the per-object permission Django offers would refuse a whole batch as "no

@@ -90,6 +90,13 @@ async def gone(workflow_id: int) -> bool:
     return await _send(viewers_group(workflow_id), message, what="deletion")
 
 
+async def reassigned(workflow_id: int, owner_id: int) -> bool:
+    """Tell the workflow's viewers it was given to another user (in admin): the former
+    owner's sockets close (4404) and its streams end; they may not watch or steer it."""
+    message = {"type": "workflow.owner", "owner": owner_id}
+    return await _send(viewers_group(workflow_id), message, what="reassignment")
+
+
 async def send_control(workflow_id: int, command: dict[str, Any]) -> bool:
     """Send a command to the workflow's run, in whichever process it runs (best effort: a
     stop is also recorded in the database, which the run checks)."""

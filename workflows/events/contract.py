@@ -46,6 +46,9 @@ class NoticeEvent(BaseEvent):
     type: Literal["notice"] = "notice"
     level: Literal["info", "error"]
     text: str
+    more: int | None = None
+    """A replay's page ended at this seq and more events are stored after it: the client
+    asks for the next page with `{"action": "resume", "after": more}`."""
 
 
 class FeedbackEvent(BaseEvent):

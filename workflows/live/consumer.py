@@ -11,6 +11,7 @@ nothing for a while, so every viewer reaches the final status even when the laye
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -42,6 +43,9 @@ CLOSE_FELL_BEHIND = 4013
 refuses to send 1013 itself): the page reconnects on its own and replays from where it was."""
 FELL_BEHIND_EVENTS = 500
 """A viewer this many events behind the live stream is closed rather than fed inline."""
+CONTINUE_MOST_BYTES = 200
+"""A frame asking for the next page of a replay is this short: it is read even past the
+socket's rate (a page at a time is the pace the client reads at)."""
 
 RESUME_INTERVAL_SECONDS = 1.0
 SOCKET_COMMAND_BURST = 10
@@ -78,6 +82,10 @@ class Bucket:
 
 
 RESUMING_TOO_OFTEN = "Resume at most once a second; the events after it are on their way."
+MORE_STORED = (
+    'More events are stored after seq {seq}: send {{"action": "resume", "after": {seq}}} '
+    "for the next page."
+)
 NOT_JSON = 'Command not understood — send a JSON text frame such as {"action": "stop"}.'
 NOT_AN_OBJECT = 'Command not understood — a command is a JSON object with an "action".'
 
@@ -85,6 +93,12 @@ NOT_AN_OBJECT = 'Command not understood — a command is a JSON object with an "
 @database_sync_to_async
 def owned_workflow(user: User, workflow_id: int) -> ChatWorkflow | None:
     return ChatWorkflow.objects.filter(pk=workflow_id, owner=user).first()
+
+
+@database_sync_to_async
+def owned(user_id: int, workflow_id: int) -> bool:
+    """Whether the workflow (still) is the user's."""
+    return ChatWorkflow.objects.filter(pk=workflow_id, owner_id=user_id).exists()
 
 
 def signed_in(session_key: str, user_id: int) -> bool:
@@ -109,7 +123,16 @@ def signed_in(session_key: str, user_id: int) -> bool:
     return any(constant_time_compare(stored, each) for each in hashes)
 
 
-still_signed_in = database_sync_to_async(signed_in)
+@database_sync_to_async
+def lost_access(session_key: str, user_id: int, workflow_id: int) -> int | None:
+    """The close code of a socket that may no longer act or watch: its session ended
+    (`signed_in`), or the workflow is no longer its user's (deleted, or given to another
+    user in admin); None while it may."""
+    if not signed_in(session_key, user_id):
+        return CLOSE_NOT_SIGNED_IN
+    if not ChatWorkflow.objects.filter(pk=workflow_id, owner_id=user_id).exists():
+        return CLOSE_NOT_FOUND
+    return None
 
 
 class WorkflowConsumer(AsyncJsonWebsocketConsumer):
@@ -141,6 +164,9 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_BAD_REQUEST)
             return
         self.resumed = 0.0
+        self.checked = time.monotonic()
+        """When the workflow was last found to be the viewer's."""
+        self.disowned = False
         self.frames_allowed = Bucket(SOCKET_COMMAND_BURST, SOCKET_COMMANDS_PER_SECOND)
         self.user = user
         self.session_key = getattr(self.scope.get("session"), "session_key", None) or ""
@@ -150,11 +176,14 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             )
         # Past the end counts as the end: a seq the workflow has not reached yet would make
         # every later event look old (the socket went silent).
+        page = int(settings.POWERON_REPLAY_PAGE)
         self.follower = Follower(
             self.workflow_id,
             min(after, workflow.last_seq),
             self.send_frame,
             behind_most=FELL_BEHIND_EVENTS,
+            page=page or None,
+            more=self.say_more,
         )
         self.commands: asyncio.Queue[commands.AnyCommand | None] = asyncio.Queue()
         self.executor = asyncio.create_task(self.execute_commands())
@@ -164,7 +193,7 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_add(group, self.channel_name)
         self.subscribed = True
         async with self.follower.ordered:
-            await self.follower.replay()
+            await self.follower.next_page()
         self.watcher = asyncio.create_task(self.follower.catch_up())
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -200,6 +229,12 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         """The workflow was deleted (in another tab): this socket ends."""
         await self.close(code=CLOSE_NOT_FOUND)
 
+    async def workflow_owner(self, message: dict[str, Any]) -> None:
+        """The workflow was given to another user (in admin): its former owner's sockets end
+        as for a workflow that is not theirs."""
+        if message.get("owner") != self.user.pk:
+            await self.close(code=CLOSE_NOT_FOUND)
+
     async def workflow_event(self, message: dict[str, Any]) -> None:
         """A live event from the run, already stored (or an unstored frame of an answer),
         rendered once by the process that stored it: sent as it is."""
@@ -213,7 +248,18 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
 
     async def send_frame(self, frame: Frame) -> None:
         """Send one event in the format this viewer asked for, shortened when it would not
-        fit one WebSocket message (`frames`)."""
+        fit one WebSocket message (`frames`). Whether the workflow is still the viewer's is
+        asked again every POWERON_CATCH_UP_SECONDS of delivery (a reassignment also closes
+        the socket at once, `workflow_owner`; this holds when the layer lost that)."""
+        if self.disowned:
+            return
+        now = time.monotonic()
+        if now - self.checked > float(settings.POWERON_CATCH_UP_SECONDS):
+            self.checked = now
+            if not await owned(self.user.pk, self.workflow_id):
+                self.disowned = True
+                await self.close(code=CLOSE_NOT_FOUND)
+                return
         staff = bool(getattr(self.user, "is_staff", False))
         text = frame.json if self.format == "json" else frame.html_for(staff=staff)
         if not frames.fits(text):
@@ -227,7 +273,7 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         """A frame from the client: a command as a JSON object. Anything else is answered
         with a notice, and the socket stays open. Past the socket's own rate (`Bucket`),
         frames are dropped with one notice."""
-        if not self.frames_allowed.take():
+        if not self.frames_allowed.take() and not self.continues(text_data):
             if not self.frames_allowed.said:
                 self.frames_allowed.said = True
                 await self.send_notice(TOO_MANY_COMMANDS, level="error")
@@ -245,6 +291,17 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.receive_json(content, **kwargs)
 
+    def continues(self, text: str | None) -> bool:
+        """Whether a frame asks for the next page of this socket's replay (the page it was
+        sent ended at `after`)."""
+        if not self.follower.paging or text is None or len(text) > CONTINUE_MOST_BYTES:
+            return False
+        try:
+            command = commands.parse(json.loads(text))
+        except (ValueError, ValidationError):
+            return False
+        return isinstance(command, commands.Resume) and command.after == self.follower.last_seq
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """A command from the client: send, stop, steer, extend, approve, feedback, resume."""
         try:
@@ -261,19 +318,27 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         self.commands.put_nowait(command)
 
     async def resume(self, after: int) -> None:
-        """Replay what came after `after`: once a second at most, and at most a fell-behind's
-        worth (a client further behind reconnects with `after`); each resume re-sends events,
-        so a client resuming in a loop without reading would fill the server's memory."""
+        """Replay what came after `after`. The next page of a paged replay (`after` where
+        the last page ended) comes at once; any other resume at most once a second, as a
+        page (without pages, a client more than a fell-behind's worth behind is closed to
+        reconnect with `after`): each resume re-sends events, so a client resuming in a
+        loop without reading would fill the server's memory."""
+        if self.follower.paging and after == self.follower.last_seq:
+            async with self.follower.ordered:
+                await self.follower.next_page()
+            return
         now = time.monotonic()
         if now - self.resumed < RESUME_INTERVAL_SECONDS:
             await self.send_notice(RESUMING_TOO_OFTEN, level="error")
             return
         self.resumed = now
         stored = await stored_last_seq(self.workflow_id) or 0
-        if stored - after > FELL_BEHIND_EVENTS:
+        if self.follower.page is None and stored - after > FELL_BEHIND_EVENTS:
             await self.close(code=CLOSE_FELL_BEHIND)
             return
-        await self.follower.rewind(after)
+        async with self.follower.ordered:
+            self.follower.last_seq = min(after, stored)
+            await self.follower.next_page()
 
     async def execute_commands(self) -> None:
         """Carry out the client's commands one after another, in the order sent, beside the
@@ -283,8 +348,9 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             command = await self.commands.get()
             if command is None:
                 return
-            if not await still_signed_in(self.session_key, self.user.pk):
-                await self.close(code=CLOSE_NOT_SIGNED_IN)  # a command acts for nobody now
+            code = await lost_access(self.session_key, self.user.pk, self.workflow_id)
+            if code is not None:  # a command acts for nobody now, or for another's workflow
+                await self.close(code=code)
                 return
             try:
                 confirmation = await commands.execute(
@@ -299,6 +365,14 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
                 continue
             if confirmation:
                 await self.send_notice(confirmation, level="info")
+
+    async def say_more(self, seq: int) -> None:
+        """Tell the client a page of its replay ended at `seq` and more is stored (held:
+        `ordered`)."""
+        notice = NoticeEvent(round=0, level="info", text=MORE_STORED.format(seq=seq), more=seq)
+        await self.follower.deliver(
+            Frame.stored(Envelope(workflow=self.workflow_id, seq=None, event=notice))
+        )
 
     async def send_notice(self, text: str, *, level: Literal["info", "error"]) -> None:
         """A message for this client only: not stored, not part of the workflow."""

@@ -29,6 +29,8 @@ from workflows.events.contract import Envelope
 from workflows.events.rendering import render_event
 from workflows.models import ChatWorkflow
 
+from .turns import replay_turn
+
 logger = logging.getLogger(__name__)
 
 REPLAY_BATCH = 500
@@ -38,8 +40,7 @@ IDLE_CATCH_UP_FACTOR = 8
 CATCH_UP_GRACE_SECONDS = 0.5
 """How long events the database has and this reader has not are given to arrive by
 themselves before they are replayed from the database."""
-LIVE_TYPES = ("workflow.event", "workflow.events")
-"""The layer messages that carry events (see `broadcast`)."""
+LIVE_TYPES = ("workflow.event", "workflow.events")  # the layer messages carrying events
 
 
 @database_sync_to_async
@@ -47,12 +48,20 @@ def stored_last_seq(workflow_id: int) -> int | None:
     return ChatWorkflow.objects.filter(pk=workflow_id).values_list("last_seq", flat=True).first()
 
 
+YIELD_SECONDS = 0.005
+"""Sending for this long lets the process's other work run (stored events render on the loop)."""
+PAGE_READ = 100
+"""Stored events a paged replay reads at once (the reads share a thread with requests)."""
+
+
 @database_sync_to_async
-def stored_events(workflow_id: int, after: int, upto: int | None) -> list[Envelope]:
+def stored_events(
+    workflow_id: int, after: int, upto: int | None, most: int = REPLAY_BATCH
+) -> list[Envelope]:
     events = selectors.event_list_after(workflow_id=workflow_id, after_seq=after)
     if upto is not None:
         events = events.filter(seq__lte=upto)
-    return [Envelope.from_row(event) for event in events[:REPLAY_BATCH]]
+    return [Envelope.from_row(event) for event in events[:most]]
 
 
 def compact(data: dict[str, Any]) -> str:
@@ -101,11 +110,6 @@ class Frame:
         assert self._envelope is not None
         return compact(self._envelope.as_json())
 
-    @property
-    def html(self) -> str:
-        """The event's HTML fragment (the page's)."""
-        return self.html_for(staff=False)
-
     def html_for(self, *, staff: bool) -> str:
         """The event's HTML fragment for this viewer: a staff member's shows the operator's
         detail an error may carry."""
@@ -130,7 +134,8 @@ class Follower:
     Feed it the layer's messages with `take`; run `catch_up` beside it; `replay` and
     `rewind` read the database. `behind_most`: a reader that many events behind a live
     event is let go (`take` answers False) instead of replayed inline; None replays it in
-    pages.
+    pages. `page`: `next_page` sends at most that many stored events, then calls `more`
+    with the seq to ask after for the next page (None: every stored event at once).
     """
 
     def __init__(
@@ -140,16 +145,23 @@ class Follower:
         send: Callable[[Frame], Awaitable[None]],
         *,
         behind_most: int | None = None,
+        page: int | None = None,
+        more: Callable[[int], Awaitable[None]] | None = None,
     ) -> None:
         self.workflow_id = workflow_id
         self.last_seq = last_seq
         self.send = send
         self.behind_most = behind_most
+        self.page = page
+        self.more = more
         self.ordered = asyncio.Lock()
         """Held while events are sent, so a live event and a catch-up never interleave."""
         self.heard = time.monotonic()
         self.settled = False
         """Whether the last stored event sent was a run's final status."""
+        self.paging = False
+        """Whether a paged replay has not reached the stored end (live events wait)."""
+        self.yielded = time.monotonic()
 
     async def deliver(self, frame: Frame) -> None:
         """Send one frame and note where the reader is (held: `ordered`)."""
@@ -157,6 +169,9 @@ class Follower:
             self.last_seq = max(self.last_seq, frame.seq)
             self.settled = frame.final
         await self.send(frame)
+        if time.monotonic() - self.yielded > YIELD_SECONDS:
+            await asyncio.sleep(0)
+            self.yielded = time.monotonic()
 
     async def replay(self, *, upto: int | None = None) -> None:
         """Send every stored event after last_seq (up to `upto`), in order, a page at a time
@@ -167,6 +182,33 @@ class Follower:
                 await self.deliver(Frame.stored(envelope))
             if len(batch) < REPLAY_BATCH:
                 return
+
+    async def next_page(self) -> None:
+        """Send the stored events after last_seq, a page when paged (held: `ordered`)."""
+        if self.page is None:
+            await self.replay()
+            return
+        if await self.replay_page(self.page) and self.more is not None:
+            await self.more(self.last_seq)
+
+    async def replay_page(self, most: int) -> bool:
+        """Send at most `most` stored events after last_seq, in order; whether more are
+        stored after them (held: `ordered`). Until a page reaches the stored end the reader
+        is `paging`: live events and catch-ups leave it to the next page."""
+        left = most
+        async with replay_turn():
+            while True:
+                want = min(left, PAGE_READ)
+                batch = await stored_events(self.workflow_id, self.last_seq, None, want + 1)
+                for envelope in batch[:want]:
+                    await self.deliver(Frame.stored(envelope))
+                if len(batch) <= want:  # the stored end
+                    self.paging = False
+                    return False
+                left -= want
+                if left == 0:
+                    self.paging = True
+                    return True
 
     async def rewind(self, after: int) -> None:
         """Send again what came after `after` (at most up to what is stored)."""
@@ -186,12 +228,17 @@ class Follower:
             if time.monotonic() - self.heard < quiet:
                 continue
             self.heard = time.monotonic()
+            if self.paging:  # the reader asks for its pages
+                continue
             stored = await stored_last_seq(self.workflow_id)
             if stored is None or stored <= self.last_seq:
                 continue
             # Those events may be on their way: replay only what has not come by itself.
             await asyncio.sleep(CATCH_UP_GRACE_SECONDS)
-            if stored > self.last_seq:
+            if self.page is not None and stored - self.last_seq > self.page:
+                async with self.ordered:
+                    await self.next_page()
+            elif stored > self.last_seq:
                 # Read before taking the lock: live events go on while the database answers
                 # (in a busy process that can take a while), and what they brought is skipped.
                 missed = await stored_events(self.workflow_id, self.last_seq, stored)
@@ -216,6 +263,8 @@ class Follower:
     async def relay(self, event: dict[str, Any]) -> bool:
         """Send one live event in order (held: `ordered`)."""
         seq = event["seq"]
+        if self.paging:  # its page brings it (an unstored frame: the stored text)
+            return True
         if seq is not None:
             if seq <= self.last_seq:
                 return True
@@ -229,7 +278,7 @@ class Follower:
 
 
 class FeedEnded(Exception):
-    """The feed has nothing more to give: the workflow was deleted."""
+    """The feed has nothing more to give: the workflow was deleted (or reassigned)."""
 
 
 class _End(enum.Enum):
@@ -301,8 +350,8 @@ class Feed:
                 message = await self.layer.receive(self.channel)
                 if message.get("type") in LIVE_TYPES:
                     await self.follower.take(message)
-                elif message.get("type") == "workflow.gone":
-                    break
+                elif message.get("type") in ("workflow.gone", "workflow.owner"):
+                    break  # deleted, or given to another user: not this reader's any more
         except Exception as error:  # said to the reader at its next read; CancelledError passes
             logger.exception("the feed of workflow %s failed", self.workflow_id)
             self._failure = error
@@ -322,7 +371,7 @@ class Feed:
             self._frames.put_nowait(_END)  # every later read ends too
             if self._failure is not None:
                 raise self._failure
-            raise FeedEnded(f"workflow {self.workflow_id} was deleted")
+            raise FeedEnded(f"workflow {self.workflow_id} was deleted or reassigned")
         return item
 
     def waiting(self, most: int) -> list[Frame]:
