@@ -19,6 +19,13 @@ from workflows import services
 from workflows.models import ChatWorkflow, WorkflowEvent
 
 
+def note(directory: Path, name: str, text: str) -> str:
+    """A note for the demo model to read (without a document it says it cannot answer)."""
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
 def reset_app_database(var_dir: Path) -> None:
     """Start the app database afresh, as an operator does (or restore an older copy of it),
     leaving the run state where it is."""
@@ -33,14 +40,16 @@ def test_a_new_round_after_the_app_database_was_reset_runs_for_real(tmp_path):
     state kept a finished first round of the workflow 1 of the database before it."""
     var_dir = tmp_path / "var"
     assert manage(var_dir, "migrate", "--no-input", "-v", "0").returncode == 0
-    first = run_workflow(var_dir, "What is 2+2?")
+    sums = note(tmp_path, "sums.txt", "Two and two make four. Three and three make six.")
+    first = run_workflow(var_dir, "Summarise the note.", "--document", sums)
     assert first.returncode == 0, first.explain()
     assert (var_dir / "db.sqlite3-dbos.sqlite").exists()  # beside the app database
     assert not (var_dir / "dbos.sqlite").exists()
 
     reset_app_database(var_dir)
     assert (var_dir / "db.sqlite3-dbos.sqlite").exists()  # the old run state is still there
-    second = run_workflow(var_dir, "Write a haiku about rivers.")
+    rivers = note(tmp_path, "rivers.txt", "Rivers run to the sea. Their water is fresh.")
+    second = run_workflow(var_dir, "Summarise the note.", "--document", rivers)
 
     assert second.returncode == 0, second.explain()
     assert second.workflow == first.workflow == 1
@@ -56,7 +65,8 @@ def test_the_run_state_follows_the_sqlite_file_the_app_uses(tmp_path):
     other.parent.mkdir()
     settings = {"DATABASE_URL": f"sqlite:///{other}"}
     assert manage(var_dir, "migrate", "--no-input", "-v", "0", settings=settings).returncode == 0
-    run = run_workflow(var_dir, "What is 2+2?", settings=settings)
+    sums = note(tmp_path, "sums.txt", "Two and two make four.")
+    run = run_workflow(var_dir, "Summarise the note.", "--document", sums, settings=settings)
     assert run.returncode == 0, run.explain()
     assert (other.parent / "other.sqlite3-dbos.sqlite").exists()
     assert not (var_dir / "db.sqlite3-dbos.sqlite").exists()
@@ -117,8 +127,11 @@ async def test_a_round_begun_before_run_ids_still_resumes(alice, durable, settin
     from workflows.execution import launcher, runner
 
     workflow = await database_sync_to_async(services.workflow_create)(owner=alice)
+    upload = await database_sync_to_async(services.document_upload)(
+        workflow=workflow, name="notes.txt", data=b"PowerOn keeps every run it begins."
+    )
     workflow, message, _ = await database_sync_to_async(services.round_open)(
-        workflow_id=workflow.pk, owner=alice, text="Summarise nothing", document_ids=[]
+        workflow_id=workflow.pk, owner=alice, text="Summarise the note", document_ids=[upload.pk]
     )
     await ChatWorkflow.objects.filter(pk=workflow.pk).aupdate(run_id=None)  # as before
     earlier = durable.RunRef(workflow.pk, 1)
