@@ -16,6 +16,7 @@ from typing import Any
 
 from channels.layers import BaseChannelLayer, get_channel_layer
 
+from workflows.events import outage
 from workflows.events.contract import Envelope
 from workflows.events.rendering import for_staff, render_event
 
@@ -166,8 +167,9 @@ async def _send(group: str, message: dict[str, Any], *, what: str) -> bool:
     try:
         await asyncio.wait_for(channel_layer().group_send(group, message), SEND_TIMEOUT_SECONDS)
     except Exception as error:  # the layer is down, slow or full; CancelledError passes
-        logger.warning("could not send %s to %s: %s: %s", what, group, type(error).__name__, error)
+        outage.failed(f"could not send {what} to {group}", error)  # said once per outage
         return False
+    outage.answered()
     return True
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.utils import timezone
 
-from workflows.events import broadcast
+from workflows.events import broadcast, outage
 from workflows.models import ChatWorkflow
 
 logger = logging.getLogger(__name__)
@@ -52,8 +52,8 @@ class Liveness:
                     if command.get("action") == "stop":
                         self.stop()
                         return
-            except Exception as error:
-                logger.warning("control channel of workflow %s: %s", self.workflow_id, error)
+            except Exception as error:  # said once per outage
+                outage.failed(f"control channel of workflow {self.workflow_id}", error)
                 await asyncio.sleep(LISTEN_RETRY_SECONDS)
             finally:
                 if channel:
@@ -80,4 +80,4 @@ async def leave(group: str, channel: str) -> None:
     try:
         await broadcast.channel_layer().group_discard(group, channel)
     except Exception as error:  # the layer is down; its group entries expire
-        logger.warning("could not leave %s: %s", group, error)
+        outage.failed(f"could not leave {group}", error)

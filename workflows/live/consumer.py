@@ -19,7 +19,6 @@ from urllib.parse import parse_qs
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from pydantic import ValidationError
 
@@ -29,6 +28,7 @@ from workflows.execution import commands
 from workflows.models import ChatWorkflow
 
 from .follow import Follower, Frame, stored_last_seq
+from .layer import SteadyLayerConsumer
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -135,7 +135,7 @@ def lost_access(session_key: str, user_id: int, workflow_id: int) -> int | None:
     return None
 
 
-class WorkflowConsumer(AsyncJsonWebsocketConsumer):
+class WorkflowConsumer(SteadyLayerConsumer):
     """One browser tab or API client watching one workflow.
 
     Query parameters: `after` (the last seq the client has; default 0 replays everything)
@@ -171,9 +171,7 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         self.user = user
         self.session_key = getattr(self.scope.get("session"), "session_key", None) or ""
         if self.session_key:  # signing out closes this socket (see `session_ended`)
-            await self.channel_layer.group_add(
-                broadcast.session_group(self.session_key), self.channel_name
-            )
+            await self.join(broadcast.session_group(self.session_key))
         # Past the end counts as the end: a seq the workflow has not reached yet would make
         # every later event look old (the socket went silent).
         page = int(settings.POWERON_REPLAY_PAGE)
@@ -189,9 +187,7 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
         self.executor = asyncio.create_task(self.execute_commands())
         # Subscribe before replaying: anything stored meanwhile arrives live and is
         # de-duplicated by seq, so there is neither a gap nor a duplicate.
-        group = broadcast.viewers_group(self.workflow_id)
-        await self.channel_layer.group_add(group, self.channel_name)
-        self.subscribed = True
+        await self.join(broadcast.viewers_group(self.workflow_id))
         async with self.follower.ordered:
             await self.follower.next_page()
         self.watcher = asyncio.create_task(self.follower.catch_up())
@@ -214,12 +210,7 @@ class WorkflowConsumer(AsyncJsonWebsocketConsumer):
             self.watcher.cancel()
         if hasattr(self, "commands"):
             self.commands.put_nowait(None)  # the executor ends after what was sent before
-        if getattr(self, "subscribed", False):
-            group = broadcast.viewers_group(self.workflow_id)
-            await self.channel_layer.group_discard(group, self.channel_name)
-        if getattr(self, "session_key", ""):
-            group = broadcast.session_group(self.session_key)
-            await self.channel_layer.group_discard(group, self.channel_name)
+        await self.leave_all()
 
     async def session_ended(self, message: dict[str, Any]) -> None:
         """The session this socket was opened under signed out."""
