@@ -345,6 +345,8 @@ POWERON_CRAWL_MAX_PAGES = env_int("POWERON_CRAWL_MAX_PAGES", 10, low=1, high=100
 POWERON_CRAWL_MAX_DEPTH = env_int("POWERON_CRAWL_MAX_DEPTH", 2, low=0, high=5)
 POWERON_WEB_ENRICHMENT = env_bool("POWERON_WEB_ENRICHMENT", True)
 POWERON_APPROVAL_METHODS = env_list("POWERON_APPROVAL_METHODS", "")
+# Actions that would send data to a host the request does not name wait for approval too.
+POWERON_OFFSITE_APPROVAL = env_bool("POWERON_OFFSITE_APPROVAL", True)
 # MCP servers whose tools join the catalog: JSON (name -> {command | url, headers, env, tools,
 # approval, timeout, max_output_chars}) or "@/path/to/servers.json". See the README's Tools.
 POWERON_MCP_SERVERS = os.environ.get("POWERON_MCP_SERVERS", "")

@@ -200,13 +200,14 @@ def prepare(workflow: ChatWorkflow, message: ChatMessage) -> dict[str, Any]:
 
 
 def policy(connections: list[Any]) -> Policy:
-    """The actions that wait for the user's approval: the site's, and the MCP tools that ask
-    for it of the servers this owner may use."""
+    """The actions that wait for the user's approval: the site's, the MCP tools that ask for
+    it of the servers this owner may use, and (POWERON_OFFSITE_APPROVAL) those that would
+    send data to a host the request does not name, the MCP servers' calls with documents."""
+    servers = mcp_servers(connections)
     return Policy(
-        approval=[
-            *settings.POWERON_APPROVAL_METHODS,
-            *mcp_tools.approval_patterns(mcp_servers(connections)),
-        ]
+        approval=[*settings.POWERON_APPROVAL_METHODS, *mcp_tools.approval_patterns(servers)],
+        offsite_approval=settings.POWERON_OFFSITE_APPROVAL,
+        external=[f"{server.name}.*" for server in servers],
     )
 
 

@@ -11,7 +11,12 @@ from pydantic import BaseModel
 
 from workflows.engine.loop.core import Out, Rejected, RoundContext, Step, StepTrace, TaskState
 from workflows.engine.loop.defaults import DefaultsContext, apply_defaults
-from workflows.engine.loop.guards import UnsafeParameter, needs_approval, sanitize_parameters
+from workflows.engine.loop.guards import (
+    UnsafeParameter,
+    needs_approval,
+    sanitize_parameters,
+    sends_offsite,
+)
 from workflows.engine.loop.observe import build_observation, render_observation_markdown, summarize
 from workflows.engine.records.events import (
     ApprovalEvent,
@@ -156,7 +161,11 @@ async def execute_action(
             yield event
         return
     connection = call.connection or own_connection(ctx, call.name)
-    if needs_approval(ctx.state.policy, call.name):
+    sources = [document.source for document in documents]
+    offsite = sends_offsite(
+        ctx.state.policy, call.name, call.prepared.values, sources, ctx.state.prompt
+    )
+    if offsite or needs_approval(ctx.state.policy, call.name):
         approval: Out[bool] = Out()
         async for event in ask_approval(ctx, step, call, documents, connection, approval):
             yield event

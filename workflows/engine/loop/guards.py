@@ -41,6 +41,48 @@ def needs_approval(policy: Policy, name: str) -> bool:
     return _matches(name, policy.approval)
 
 
+_HOST = re.compile(r"(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z][a-z0-9-]*[a-z0-9]", re.I)
+ADDRESS_READERS = ("web.crawl",)
+"""Actions that fetch the web addresses their input documents hold."""
+
+
+def hosts_named(request: str) -> set[str]:
+    """The host names a user's request names (in a URL or alone: `example.org`)."""
+    return {host.lower().rstrip(".") for host in _HOST.findall(request)}
+
+
+def sends_offsite(
+    policy: Policy, name: str, parameters: dict[str, Any], sources: Sequence[str], request: str
+) -> bool:
+    """Whether the action would send data to a host the request does not name, so that it
+    waits for approval (with `policy.offsite_approval`): a URL parameter on another host; an
+    external tool's call that carries documents (`sources`: where they came from); an
+    address reader given documents other than pages the host fetched (a document, or an
+    injected instruction in one, may hold an address that carries data away)."""
+    if not policy.offsite_approval:
+        return False
+    if sources and _matches(name, policy.external):
+        return True
+    if name in ADDRESS_READERS and any(source != "fetched" for source in sources):
+        return True
+    named = hosts_named(request)
+    return any(not _named(host, named) for host in _url_hosts(parameters))
+
+
+def _named(host: str, named: set[str]) -> bool:
+    return any(host == each or host.endswith("." + each) for each in named)
+
+
+def _url_hosts(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [host for item in value.values() for host in _url_hosts(item)]
+    if isinstance(value, list):
+        return [host for item in value for host in _url_hosts(item)]
+    if isinstance(value, str) and value.strip().lower().startswith(("http://", "https://")):
+        return [(urlsplit(value.strip()).hostname or "").lower()]
+    return []
+
+
 class UnsafeParameter(ValueError):
     """A parameter value the engine refuses to pass to an action."""
 

@@ -75,6 +75,12 @@ class Policy(BaseModel):
     """Task type -> denied patterns; the "*" entry applies to every type."""
     approval: list[str] = Field(default_factory=list)
     """Actions that wait for the user's approval before they run."""
+    offsite_approval: bool = False
+    """Whether an action that would send data to a host the user's request does not name
+    waits for approval too (`guards.sends_offsite`)."""
+    external: list[str] = Field(default_factory=list)
+    """Actions that run on another host (MCP servers' tools): with offsite_approval, a call
+    that carries documents waits for approval."""
 
 
 class Caps(BaseModel):
