@@ -80,6 +80,6 @@ async def test_a_redis_interruption_neither_fails_the_run_nor_hides_its_end(
     assert seqs == list(range(1, len(seqs) + 1))  # no gap, no duplicate
     assert waited < 15  # 2 s of model delay, then the viewer's catch-up
     runner_log = cluster.logs[0].read_text()
-    assert "could not send event" in runner_log  # the fault really hit the run's broadcasts
+    assert "The channel layer is down" in runner_log  # said once per outage (events/outage)
     assert "events were not broadcast (viewers read them stored)" in runner_log
     assert f"workflow {workflow_id} failed" not in runner_log
