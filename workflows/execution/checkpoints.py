@@ -223,8 +223,7 @@ class DurableTools:
         people (the answer says what is not available here, and why). A reason that names the
         site's settings is the operator's (the Tools panel shows it to staff): it is said as
         not set up on this server."""
-        report = getattr(self._tools, "unavailable", None)
-        reasons = dict(report()) if callable(report) else {}
+        reasons = self._tools.unavailable()
         return {name: NOT_SET_UP if variables_named(why) else why for name, why in reasons.items()}
 
     async def execute(self, name: str, params: BaseModel, ctx: ActionContext) -> ActionResult:

@@ -12,7 +12,7 @@ from django.conf import settings
 from workflows import pricing
 from workflows.engine.model.money import Prices
 from workflows.engine.model.nature import demo_label
-from workflows.engine.records.protocols import LLM
+from workflows.engine.records.protocols import LLM, Closable
 from workflows.tools.web.addresses import literal_reason
 
 logger = logging.getLogger(__name__)
@@ -135,9 +135,8 @@ def small_model_advice() -> dict[str, str]:
 async def close_llm(llm: LLM) -> None:
     """Release what the run's model holds of its own (the shared client stays open; the
     demo model holds nothing)."""
-    close = getattr(llm, "aclose", None)
-    if close is not None:
-        await close()
+    if isinstance(llm, Closable):
+        await llm.aclose()
 
 
 def call_schemas(*, small: bool = False) -> Literal["narrow", "stable", "shared"]:
