@@ -88,7 +88,7 @@ async def test_steer_reaches_the_next_selection_as_a_learning(alice, model):
     events = await receive_until(communicator, is_final)
     assert events[-1]["payload"]["status"] == "completed"
     sent = [e["payload"] for e in events if e["type"] == "notice"]
-    assert sent == [{"level": "info", "text": commands.STEER_SENT}]  # at once, to the sender
+    assert sent == [{"level": "info", "text": commands.STEER_SENT, "more": None}]  # at once
     bodies = [json.dumps(request) for request in model.requests]
     assert "focus on costs" not in bodies[1]
     assert any("focus on costs" in b for b in bodies[3:]), "the note reached no later prompt"
