@@ -6,11 +6,15 @@ import json
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
 
 from poweron.asgi import application
+from workflows.engine.records.events import StatusEvent
+from workflows.events.contract import Envelope
+from workflows.execution import recording
 
 
 @sync_to_async
@@ -56,3 +60,12 @@ def is_final(event: dict[str, Any]) -> bool:
         "failed",
         "stopped",
     )
+
+
+@database_sync_to_async
+def store_events(workflow, count: int) -> list[Envelope]:
+    """Store `count` status events in the workflow, as a run records them (seqs 1, 2, …)."""
+    return [
+        recording.record(workflow.pk, StatusEvent(round=1, code="info", reason=f"n{n}"))
+        for n in range(count)
+    ]

@@ -7,23 +7,15 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
-from tests.live import connect, receive
+from tests.live import connect, receive, store_events
 from workflows import services
-from workflows.engine.records.events import DeltaEvent, StatusEvent
+from workflows.engine.records.events import DeltaEvent
 from workflows.events import broadcast
 from workflows.events.contract import Envelope, RunEvent
 from workflows.execution import recording
 from workflows.models import ChatMessage
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@database_sync_to_async
-def store_events(workflow, count: int) -> list[Envelope]:
-    return [
-        recording.record(workflow.pk, StatusEvent(round=1, code="info", reason=f"n{n}"))
-        for n in range(count)
-    ]
 
 
 @database_sync_to_async

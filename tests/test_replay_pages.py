@@ -5,12 +5,9 @@ a notice with the seq to ask after, and the next page only when the client asks 
 import pytest
 from channels.db import database_sync_to_async
 
-from tests.live import connect, receive
+from tests.live import connect, receive, store_events
 from workflows import services
-from workflows.engine.records.events import StatusEvent
 from workflows.events import broadcast
-from workflows.events.contract import Envelope
-from workflows.execution import recording
 from workflows.live.consumer import SOCKET_COMMAND_BURST
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -21,14 +18,6 @@ PAGE = 10
 @pytest.fixture(autouse=True)
 def pages(settings):
     settings.POWERON_REPLAY_PAGE = PAGE
-
-
-@database_sync_to_async
-def store_events(workflow, count: int) -> list[Envelope]:
-    return [
-        recording.record(workflow.pk, StatusEvent(round=1, code="info", reason=f"n{n}"))
-        for n in range(count)
-    ]
 
 
 @database_sync_to_async
