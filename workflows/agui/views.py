@@ -1,7 +1,7 @@
 """`POST /api/v1/agui`: a RunAgentInput in, the run's AG-UI events out over Server-Sent Events.
 
 The stream opens with RUN_STARTED and the round's state (STATE_SNAPSHOT), then follows the
-round's events from the database and the channel layer (`live.follow.Feed`: in seq order,
+round's events from the database and the channel layer (`live.feed.Feed`: in seq order,
 each once, through any process and across restarts) translated one by one, and ends with
 the run: RUN_FINISHED (success, cancelled, or an interrupt for a question the round waits
 on) or RUN_ERROR. Each event translated from a stored one carries `id:` its seq, so a client
@@ -30,7 +30,7 @@ from django.views.decorators.csrf import csrf_exempt
 from workflows.api.auth import still_allowed
 from workflows.api.errors import Problem, not_found
 from workflows.api.routes.stream import HEARTBEAT, outside_request
-from workflows.live.follow import Feed, FeedEnded
+from workflows.live.feed import Feed, FeedEnded
 
 from .inputs import read_input
 from .runs import Plan, begin, prepare

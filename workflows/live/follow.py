@@ -3,19 +3,16 @@ live ones from the channel layer, each exactly once.
 
 The database is the record and the layer a best-effort doorbell, so a reader's order is kept
 here, once, for every kind of reader: the page's socket (`live.consumer`), and programs
-reading a `Feed` (the HTTP API's event stream, the OpenAI-compatible endpoint). Subscribe
-before replaying: what is stored meanwhile also arrives live and is dropped by its seq. A gap
-in the seqs is filled from the database at once; after a silence while a run may be going
-the reader asks the database what the layer did not bring.
+reading a `Feed` (`live.feed`: the HTTP API's event stream, the OpenAI-compatible endpoint).
+Subscribe before replaying: what is stored meanwhile also arrives live and is dropped by its
+seq. A gap in the seqs is filled from the database at once; after a silence while a run may
+be going the reader asks the database what the layer did not bring.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import enum
 import json
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -24,14 +21,11 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from workflows import selectors
-from workflows.events import broadcast
 from workflows.events.contract import Envelope
 from workflows.events.rendering import render_event
 from workflows.models import ChatWorkflow
 
 from .turns import replay_turn
-
-logger = logging.getLogger(__name__)
 
 REPLAY_BATCH = 500
 """Events read from the database at once: a replay further behind is read in pages."""
@@ -275,124 +269,3 @@ class Follower:
             self.last_seq, self.settled = seq, event["final"]
         await self.send(Frame.live(event))
         return True
-
-
-class FeedEnded(Exception):
-    """The feed has nothing more to give: the workflow was deleted (or reassigned)."""
-
-
-class _End(enum.Enum):
-    """The mark a feed's queue ends with."""
-
-    END = enum.auto()
-
-
-_END = _End.END
-
-
-class Feed:
-    """A workflow's events from a seq for a reader that is not a socket (an HTTP stream, a
-    round's answer): what `Follower` gives, on a channel of the layer of its own, as an
-    async iterator of `Frame`s (or `await feed.get(timeout)`). It ends when the workflow is
-    deleted. Memory stays bounded: a reader far behind is replayed from the database a page
-    at a time as it reads, and while it does not read, live events wait in its channel on
-    the layer (which drops what exceeds its capacity; the database fills the gap later).
-
-        async with Feed(workflow_id, after=seq) as feed:
-            async for frame in feed:
-                ...
-    """
-
-    def __init__(self, workflow_id: int, *, after: int = 0, backlog: int = 64) -> None:
-        self.workflow_id = workflow_id
-        self.after = max(0, after)
-        self._frames: asyncio.Queue[Frame | _End] = asyncio.Queue(backlog)
-        self._task: asyncio.Task[None] | None = None
-        self._failure: BaseException | None = None
-
-    async def __aenter__(self) -> Feed:
-        self.layer = broadcast.channel_layer()
-        self.channel = await self.layer.new_channel()
-        await self.layer.group_add(broadcast.viewers_group(self.workflow_id), self.channel)
-        self.follower = Follower(self.workflow_id, self.after, self._frames.put)
-        # Its own context: the reads go where the sockets' go, not to the executor of the
-        # request that opened the feed (one thread and one database connection per request).
-        self._task = asyncio.get_running_loop().create_task(
-            self._deliver(), context=contextvars.Context()
-        )
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait([self._task])
-        try:
-            await self.layer.group_discard(broadcast.viewers_group(self.workflow_id), self.channel)
-        except Exception as error:  # the group forgets it by itself (its expiry)
-            logger.warning("could not leave the viewers of %s: %s", self.workflow_id, error)
-
-    @property
-    def last_seq(self) -> int:
-        """The seq of the last stored event handed to the reader's queue."""
-        return self.follower.last_seq
-
-    async def _deliver(self) -> None:
-        catching: asyncio.Task[None] | None = None
-        try:
-            # Past the end counts as the end: a seq the workflow has not reached yet would
-            # make every later event look old.
-            stored = await stored_last_seq(self.workflow_id) or 0
-            async with self.follower.ordered:
-                self.follower.last_seq = min(self.follower.last_seq, stored)
-                await self.follower.replay()
-            catching = asyncio.create_task(self.follower.catch_up())
-            while True:
-                message = await self.layer.receive(self.channel)
-                if message.get("type") in LIVE_TYPES:
-                    await self.follower.take(message)
-                elif message.get("type") in ("workflow.gone", "workflow.owner"):
-                    break  # deleted, or given to another user: not this reader's any more
-        except Exception as error:  # said to the reader at its next read; CancelledError passes
-            logger.exception("the feed of workflow %s failed", self.workflow_id)
-            self._failure = error
-        finally:
-            if catching is not None:
-                catching.cancel()
-        await self._frames.put(_END)
-
-    async def get(self, timeout: float | None = None) -> Frame | None:
-        """The next frame, or None when none came within `timeout` seconds. Raises
-        FeedEnded when the workflow was deleted (or what failed, when reading failed)."""
-        try:
-            item = await asyncio.wait_for(self._frames.get(), timeout)
-        except TimeoutError:
-            return None
-        if item is _END:
-            self._frames.put_nowait(_END)  # every later read ends too
-            if self._failure is not None:
-                raise self._failure
-            raise FeedEnded(f"workflow {self.workflow_id} was deleted or reassigned")
-        return item
-
-    def waiting(self, most: int) -> list[Frame]:
-        """The frames already waiting, at most `most`, without waiting for more (the feed's
-        end stays for the next `get`): a reader that writes several at once writes less."""
-        frames: list[Frame] = []
-        while len(frames) < most and not self._frames.empty():
-            item = self._frames.get_nowait()
-            if item is _END:
-                self._frames.put_nowait(_END)
-                break
-            frames.append(item)
-        return frames
-
-    def __aiter__(self) -> Feed:
-        return self
-
-    async def __anext__(self) -> Frame:
-        try:
-            frame = await self.get()
-        except FeedEnded:
-            raise StopAsyncIteration from None
-        assert frame is not None
-        return frame

@@ -29,7 +29,7 @@ from workflows.engine.records.events import (
     ThoughtEvent,
 )
 from workflows.execution import launcher
-from workflows.live.follow import Feed
+from workflows.live.feed import Feed
 from workflows.models import ChatDocument
 
 from .resources import document_contents, document_uri, is_text

@@ -22,7 +22,7 @@ from workflows.api.auth import BearerToken, caller
 from workflows.api.schemas import readable
 from workflows.engine.records.state import MODES
 from workflows.execution import commands, launcher
-from workflows.live.follow import Feed, FeedEnded
+from workflows.live.feed import Feed, FeedEnded
 from workflows.models import ChatWorkflow
 
 from .answer import RoundReading

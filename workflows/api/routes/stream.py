@@ -29,7 +29,8 @@ from workflows import selectors
 from workflows.api.auth import READ, caller, still_allowed
 from workflows.api.event_schema import PATH as SCHEMA_PATH
 from workflows.api.schemas import BIGINT
-from workflows.live.follow import Feed, FeedEnded, Frame
+from workflows.live.feed import Feed, FeedEnded
+from workflows.live.follow import Frame
 
 from .workflows import WorkflowId
 
