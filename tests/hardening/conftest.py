@@ -34,7 +34,7 @@ class LiveApp:
     def shell(self, code: str) -> str:
         """Run Python with Django set up against the app's database; its standard output."""
         done = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", code],
+            [sys.executable, "manage.py", "shell", "-v", "0", "-c", code],
             cwd=ROOT,
             env=self.processes.env,
             capture_output=True,

@@ -23,7 +23,8 @@ PER_MINUTE = 5
 ANSWERS = """
 from workflows import services
 from workflows.models import ChatMessage, ChatWorkflow
-for workflow in ChatWorkflow.objects.filter(pk__in={workflows}):
+for pk in {workflows}:  # in the order given (the model's own ordering is by last update)
+    workflow = ChatWorkflow.objects.get(pk=pk)
     answer = services.message_create(workflow=workflow, role="assistant", content="42", round=1)
     print(answer.pk)
 """
@@ -44,6 +45,13 @@ def app(tmp_path_factory) -> Iterator[LiveApp]:
         yield app
     finally:
         stop(app.processes)
+
+
+@pytest.fixture(autouse=True)
+def unspent_minute(app: LiveApp) -> None:
+    """Each test starts with alice's minute unspent (the app serves the whole module, and the
+    limit counts every command of the user's, whichever test gave it)."""
+    app.shell("from workflows.models import RateMark\nRateMark.objects.all().delete()")
 
 
 def count(app: LiveApp, type_: str) -> int:
