@@ -147,6 +147,42 @@ def test_upload_within_the_limit_still_works(app):
     assert "a chunked upload cannot be read" in chunked.text
 
 
+@pytest.fixture
+def roomy_app(tmp_path):
+    """A Daphne whose uploads may be 25 MB."""
+    with FakeOpenAIServer() as model:
+        env = app_env(tmp_path, model.url, POWERON_MAX_UPLOAD_BYTES=str(25 * MB))
+        processes = AppProcesses(env, tmp_path)
+        try:
+            yield processes
+        finally:
+            processes.stop()
+
+
+def test_an_accepted_upload_costs_memory_near_its_size_not_a_multiple(roomy_app):
+    """A 19 MB file uploaded through the page is stored while the server's peak RSS grows by
+    less than 60 MB (Twisted's own parse of the multipart body, which Daphne never reads, cost
+    about 170 MB at its peak; Daphne still queues the body before the view reads it)."""
+    port = roomy_app.web()
+    cookie, workflow_id = sign_in_and_create_workflow(port)
+    pid = roomy_app.processes[-1].pid
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+        client.cookies.set("sessionid", cookie.removeprefix("sessionid="))
+        page = client.get(f"/workflows/{workflow_id}/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)[1]
+        body = b"Nineteen megabytes of notes.\n" * (19 * MB // 29)
+        before = reset_peak(pid)
+        response = client.post(
+            f"/workflows/{workflow_id}/documents/upload/",
+            data={"csrfmiddlewaretoken": token},
+            files={"files": ("notes.txt", body, "text/plain")},
+        )
+        after = peak_kb(pid)
+    print(f"RSS before {before} kB, peak during the upload {after} kB")
+    assert response.status_code == 200 and "notes.txt" in response.text
+    assert after - before < 60 * 1024, (before, after)
+
+
 async def asgi_call(app, headers, bodies):
     """Call an ASGI app with a POST whose body arrives in `bodies`; what it sent, and how
     many body messages it read."""
