@@ -3,16 +3,23 @@ and no frame over its 1 MiB message limit (the page would reconnect for ever).""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Iterator
 
 import pytest
 from websockets.exceptions import ConnectionClosed
 
 from tests.support.sockets import connect
 
-from .conftest import LiveApp
+from .conftest import LiveApp, start_app, stop
 
 pytestmark = pytest.mark.timeout(600)
+
+WAIT_SECONDS = 120
+"""The longest wait for one frame (a busy test machine can take seconds per answer)."""
+FRAMES_MOST = 700
+"""More frames than the workflow has events: a socket still sending after them is a failure."""
 
 STORE = """
 from workflows.engine.records.events import MessageEvent
@@ -44,20 +51,36 @@ store(TitleEvent(round=0, title="after the answer"))
 )
 
 
-async def test_a_viewer_far_behind_is_closed_with_4013_and_nothing_is_logged(live_app: LiveApp):
+@pytest.fixture
+def unpaged_app(tmp_path) -> Iterator[LiveApp]:
+    """A Daphne that replays without pages (POWERON_REPLAY_PAGE=0): a resume far behind is
+    closed there, where with pages it is sent the first page (`tests/test_replay_pages.py`)."""
+    app = start_app(tmp_path, POWERON_DEMO_DELAY_MS="0", POWERON_REPLAY_PAGE="0")
+    try:
+        yield app
+    finally:
+        stop(app.processes)
+
+
+async def test_a_viewer_far_behind_is_closed_with_4013_and_nothing_is_logged(
+    unpaged_app: LiveApp,
+):
     """A resume more than 500 events back closes the socket with 4013 (try again later, in
     the applications' range): the client gets that code, not 1011, and Daphne logs no
-    traceback (the library refuses to send 1013)."""
-    cookie, workflow = live_app.signed_in_workflow()
-    live_app.shell(STORE_EVENTS.format(count=600, workflow=workflow))
-    url = live_app.socket_url(workflow, "format=json&after=600")
+    traceback (the library refuses to send 1013). Each wait is bounded: a socket left open
+    fails the test rather than hanging it."""
+    cookie, workflow = unpaged_app.signed_in_workflow()
+    unpaged_app.shell(STORE_EVENTS.format(count=600, workflow=workflow))
+    url = unpaged_app.socket_url(workflow, "format=json&after=600")
+    received = []
     async with connect(url, additional_headers={"Cookie": cookie}) as socket:
         await socket.send(json.dumps({"action": "resume", "after": 0}))
         with pytest.raises(ConnectionClosed) as closed:
-            while True:
-                await socket.recv()
-    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4013
-    assert "Traceback" not in live_app.log()
+            for _ in range(FRAMES_MOST):
+                received.append(await asyncio.wait_for(socket.recv(), WAIT_SECONDS))
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4013, received[-3:]
+    assert received == []  # nothing was replayed before the close
+    assert "Traceback" not in unpaged_app.log()
 
 
 @pytest.mark.parametrize(
