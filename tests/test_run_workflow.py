@@ -138,7 +138,9 @@ def test_a_pdf_round_exits_zero_with_one_json_event_per_line(pdf_run) -> None:
     assert run.events[0]["type"] == "message" and run.events[0]["payload"]["role"] == "user"
     assert run.events[-1]["type"] == "run"
     assert run.events[-1]["payload"] == {"status": "completed", "reason": "Task 1 success: Done."}
-    assert run.answer == "The report is ready."
+    # The answer, and under it the host's note that the PDF could not be checked as text.
+    assert run.answer.split("\n\n")[0] == "The report is ready."
+    assert "> Not checked against the sources: “briefing.pdf”" in run.answer
 
 
 def test_the_three_actions_run_in_order_and_the_pdf_text_reaches_the_model(pdf_run) -> None:
@@ -247,7 +249,9 @@ def web_run(request, template: Path, tmp_path_factory: pytest.TempPathFactory) -
             stop(),
             "Wind farms at sea produce steady power.",
         )
-        run = run_workflow(var_dir, "Research offshore wind farms", settings=settings)
+        # The crawl reads addresses from a document (the search's results): it asks for
+        # approval by default (POWERON_OFFSITE_APPROVAL), which --approve gives.
+        run = run_workflow(var_dir, "Research offshore wind farms", "--approve", settings=settings)
         yield run, server, site, provider
 
 
@@ -494,9 +498,11 @@ def test_work_cut_short_at_the_step_limit_is_never_done(var_dir, notes) -> None:
     assert final == {"status": "failed", "reason": f"The task was not finished: Task 1: {said}"}
     assert run.of("round")[-1]["payload"]["status"] == "failed"
     assert run.answer.startswith(f"**Not finished:** task 1 (Extract the notes) — {said}")
-    assert run.answer.endswith(
-        "> Note from PowerOn: no document named “Canary Report” exists in this workflow."
+    assert (
+        "\n\n> Note from PowerOn: no document named “Canary Report” exists in this workflow.\n\n"
+        in run.answer
     )
+    assert "Not found in the sources: “The report 'Canary Report' is attached.”" in run.answer
 
 
 def test_a_model_slower_than_its_timeout_is_told_with_the_setting_to_raise(var_dir) -> None:
@@ -516,12 +522,17 @@ def test_a_model_slower_than_its_timeout_is_told_with_the_setting_to_raise(var_d
         "Raise POWERON_LLM_TIMEOUT (now 2 s) or POWERON_LLM_TIMEOUT_PER_1K (now 0 s per 1,000 "
         "tokens, which a slow local server needs), or check the server's load."
     )
+    # In words for everyone; the settings to raise are the error's detail, for the operator
+    # (who runs this command, and staff on the page).
+    plainly = "no answer within 2 s; if it keeps happening, ask the administrator to give the "
+    plainly += "model more time"
     errors = [e["payload"]["message"] for e in run.of("error")]
-    told = "The model produced no valid answer for the action selection: no answer within 2 s. "
-    assert errors == [told + advice] * 2
+    told = "The model produced no valid answer for the action selection: "
+    assert errors == [told + plainly] * 2
+    assert [e["payload"]["detail"] for e in run.of("error")] == [advice] * 2
     reason = (
         "Step 1 failed: the model gave no valid action selection after one corrective retry — "
-        f"no answer within 2 s. {advice}"
+        f"{plainly}."
     )
     assert [e["payload"]["reason"] for e in run.of("step") if e["payload"]["reason"]] == [reason]
     assert run.events[-1]["payload"]["reason"] == f"The task did not succeed: Task 1: {reason}"
