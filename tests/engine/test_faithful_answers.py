@@ -86,6 +86,20 @@ def test_an_invented_sentence_without_figures_is_not_supported() -> None:
     assert CAVEAT in check.note()
 
 
+def test_an_answer_wrapped_in_a_markdown_fence_is_checked_and_code_is_not() -> None:
+    """The 1.5B wrapped an answer in a ```markdown block and invented a date in it: its
+    sentences are read as prose (the date flagged); a code block's lines are still not."""
+    answer = (
+        "```markdown\nThe Riga office has 14 engineers.\n"
+        "The next review will be held on 15 March.\n```"
+    )
+    check = check_sources(answer, [NOTES])
+    assert [claim.supported for claim in check.checked] == [True, False]
+    assert check.figures() == ["15"]
+    code = "The Riga office has 14 engineers.\n\n```python\nstaff = 15  # March\n```"
+    assert [claim.supported for claim in check_sources(code, [NOTES]).checked] == [True]
+
+
 def test_the_corrective_pass_takes_out_invented_figures_and_marks_the_rest() -> None:
     """A report keeps what the sources hold; sentences with invented figures go (a list item
     or table row with them), the other unsupported ones are marked where they stand."""

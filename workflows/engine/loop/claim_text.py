@@ -117,17 +117,29 @@ def content_words(text: str) -> list[str]:
     return [stem(w) for w in words if len(w) >= 4 and w.lower() not in _STOP]
 
 
+PROSE_FENCES = {"markdown", "md", "text", "txt"}
+"""Fences a model wraps prose in (an answer as a ```markdown block): their lines are read."""
+
+
 def pieces(text: str) -> list[tuple[int, int]]:
     """Where each sentence, list item or table row of a Markdown text is: (start, end).
-    Headings, code blocks, quoted notes and horizontal rules are left out."""
+    Headings, code blocks, quoted notes and horizontal rules are left out; prose in a
+    ```markdown (or md, text) fence is read."""
     spans: list[tuple[int, int]] = []
-    offset, fenced = 0, False
+    offset, fenced, prose = 0, False, False
     for line in text.splitlines(keepends=True):
         start, body = offset, line.rstrip("\n")
         offset += len(line)
         stripped = body.strip()
         if stripped.startswith("```"):
-            fenced = not fenced
+            if fenced:  # a code block ends
+                fenced = False
+            elif prose and stripped == "```":  # a fence wrapped around prose ends
+                prose = False
+            elif stripped[3:].strip().lower() in PROSE_FENCES:
+                prose = True  # prose a model wrapped in a fence is read as prose
+            else:
+                fenced = True
             continue
         if fenced or not stripped or stripped.startswith(("#", ">", "---", "|---", "| ---")):
             continue
