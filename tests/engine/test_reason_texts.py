@@ -131,7 +131,20 @@ async def the_time_budget() -> list[Event]:
         return now[0]
 
     replies = [taskplan("t"), select(), params(query="q"), cont()]
-    return await run(replies, settings={"budgets": Budgets(seconds=30)}, clock=clock)
+    return await run(replies, settings={"budgets": Budgets(seconds=46)}, clock=clock)
+
+
+@scenario
+async def the_time_budget_cuts_a_call() -> list[Event]:
+    """Through the real client: refine answers after the budget; the round's clock is still."""
+    late = FakeReply(content=stop(), delay=60)
+    with FakeOpenAIServer() as server:
+        server.add(taskplan("t"), select(), params(query="q"), late)
+        async with OpenAICompatibleLLM(
+            base_url=server.url, api_key="k", model="m", timeout=120, max_retries=0
+        ) as llm:
+            state = make_state(budgets=Budgets(seconds=2))
+            return await collect(state, llm, clock=lambda: 0.0)
 
 
 @scenario

@@ -16,6 +16,7 @@ from typing import Any
 from workflows.engine.loop.asked import calculation_note, requested_unavailable
 from workflows.engine.loop.checks import arithmetic_note, sources_note
 from workflows.engine.loop.core import BUDGET_CODES, RoundContext
+from workflows.engine.loop.deadline import stream_within
 from workflows.engine.model.facts import answer_facts
 from workflows.engine.model.request import Request
 from workflows.engine.prompting.history import render_history
@@ -225,7 +226,8 @@ async def final_answer(ctx: RoundContext) -> AsyncIterator[Event]:
             text += drafted
         else:
             request = Request(answer_messages(ctx, documents), answer_facts(ctx))
-            async for piece in ctx.llm.stream_text(request, kind="final", key=key):
+            pieces = stream_within(ctx.budget, ctx.llm.stream_text(request, kind="final", key=key))
+            async for piece in pieces:
                 if isinstance(piece, Usage):
                     yield ctx.usage(piece)
                 elif piece:

@@ -171,11 +171,15 @@ class Budget:
             return "cost_budget", spent
         seconds = self.limits.seconds
         if seconds is not None and self.clock() - self.started >= seconds:
-            return "time_budget", (
-                f"This round's time budget is spent ({seconds:g} s); a new message starts with a "
-                "fresh budget."
-            )
+            return "time_budget", self.time_spent()
         return None
+
+    def time_spent(self) -> str:
+        """Why the round stops when its time budget is spent, in words for people."""
+        return (
+            f"This round's time budget is spent ({self.limits.seconds or 0:g} s); a new message "
+            "starts with a fresh budget."
+        )
 
     def day_cost_spent(self) -> str | None:
         """The reason the workflow's daily budget in money is spent, else None (also when

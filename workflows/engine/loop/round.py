@@ -11,6 +11,8 @@ from workflows.engine.loop.answer import answer_key, final_answer, unavailable_a
 from workflows.engine.loop.closing import OpenWork
 from workflows.engine.loop.controls import Controls
 from workflows.engine.loop.core import BUDGET_CODES, Out, Rejected, RoundContext, TaskState
+from workflows.engine.loop.cutoff import budget_closing
+from workflows.engine.loop.deadline import TimeBudgetSpent
 from workflows.engine.loop.guards import allowed_tools
 from workflows.engine.model.calls import ask, rejected_proposal, with_cause
 from workflows.engine.prompting.catalog import catalog_check, task_catalog
@@ -83,6 +85,9 @@ async def run_round(
         if not any(isinstance(e, MessageEvent) and e.key == answer_key(ctx) for e in closing):
             yield unavailable_answer(ctx, reason)
         ctx.outcome = ("failed", reason)
+    except TimeBudgetSpent as spent:  # cut during a model call: ends as a spent budget does
+        for event in budget_closing(ctx, opened, spent.reason):
+            yield event
     status, reason = ctx.outcome
     yield RoundEvent(
         round=ctx.round,

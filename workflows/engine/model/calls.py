@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from workflows.engine.loop.core import Out, Rejected, RoundContext
+from workflows.engine.loop.deadline import TimeBudgetSpent, left, within
 from workflows.engine.model.facts import call_facts
 from workflows.engine.model.formats import holds_json, valid_values
 from workflows.engine.model.reports import TIMEOUT_HINT
@@ -91,10 +92,12 @@ async def complete_streaming(
 ) -> AsyncIterator[DeltaEvent]:
     """One structured call; with `key`, the pieces of its `answer` field are yielded as
     deltas of that message while the call runs (an attempt of their own), and the completion
-    is left in `out`. Errors propagate; a cancelled round cancels the call."""
+    is left in `out`. Errors propagate; a cancelled round cancels the call, and so does the
+    round's time budget running out (TimeBudgetSpent)."""
     if not key:
-        out.value = await ctx.llm.complete(prompt, output=output, kind=kind)
+        out.value = await within(ctx.budget, ctx.llm.complete(prompt, output=output, kind=kind))
         return
+    left(ctx.budget)  # none left: the call does not start
     pieces: asyncio.Queue[str] = asyncio.Queue()
     call = asyncio.ensure_future(
         ctx.llm.complete(prompt, output=output, kind=kind, key=key, on_answer=pieces.put)
@@ -104,7 +107,13 @@ async def complete_streaming(
         while not (call.done() and pieces.empty()):
             if pieces.empty():
                 getter = asyncio.ensure_future(pieces.get())
-                await asyncio.wait({call, getter}, return_when=asyncio.FIRST_COMPLETED)
+                seconds = ctx.budget.remaining_seconds()  # the call is cut where it runs out
+                done, _ = await asyncio.wait(
+                    {call, getter}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
+                )
+                if not done:
+                    getter.cancel()
+                    raise TimeBudgetSpent(ctx.budget)
                 if not getter.done():
                     getter.cancel()
                     continue
