@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.conftest import collect, make_state, of, params, select, stop, taskplan
+from tests.engine.conftest import collect, make_state, of, params, review, select, stop, taskplan
 from tests.support.fake_openai import FakeReply
 from tests.support.fake_tools import FakeToolExecutor, fake_tools
 from workflows.engine.loop.answer import OWN_KNOWLEDGE
@@ -20,7 +20,7 @@ from workflows.engine.prompting.narrowed import selection_output
 from workflows.engine.records.protocols import catalog_line
 from workflows.engine.records.schemas import clean_reference
 from workflows.engine.records.state import ConnectionInfo, Policy
-from workflows.engine.testing import ScriptedLLM
+from workflows.engine.testing import MemoryStore, ScriptedLLM
 
 NO_SEARCH = "No search provider is configured (set POWERON_SEARCH_PROVIDER)."
 
@@ -395,6 +395,26 @@ async def test_an_unavailable_action_is_said_and_not_offered_again() -> None:
     assert answer.startswith(f"**Not available here:** web.search — {NO_SEARCH}")
 
 
+async def test_a_web_action_not_needed_for_attached_sources_is_not_said_missing() -> None:
+    """The user attached the notes and the task succeeded from them: the web search the model
+    reached for first was not needed, so the answer does not open with it (the step says it)."""
+    tools = ToolsWithoutSearch()
+    store = MemoryStore()
+    store.add("notes.txt", "text/plain", b"Aurora Bakery opened on 12 June.", label="round1_upload")
+    llm = ScriptedLLM(
+        [
+            taskplan("Summarise the notes", first=select("web.search")),
+            select("ai.process"), params(aiPrompt="Summarise"), stop(), "A summary.",
+        ]
+    )  # fmt: skip
+    state = make_state(prompt="Summarise the attached notes.")
+    events = await collect(state, llm, tools=tools, store=store)
+    llm.assert_complete()
+    why = f"web.search is not available here: {NO_SEARCH}"
+    assert why in [s.reason for s in of(events, "status")]
+    assert "Not available here" not in of(events, "message")[-1].content
+
+
 async def test_when_nothing_else_works_the_answer_says_what_was_missing() -> None:
     """No step succeeded: the engine's own answer names the unavailable action and why."""
     failing = ToolsWithoutSearch()
@@ -430,3 +450,61 @@ def test_a_local_models_stage_one_instruction_stays_as_measured() -> None:
     assert "catalog line that needs a value; an empty list when the defaults fit.\n" in local
     assert "no default gives" not in local and "another call" not in local
     assert "whose value no default gives" in hosted and "without another call" in hosted
+
+
+async def test_a_report_the_request_titles_is_not_done_until_it_exists() -> None:
+    """Refine calls the task done after extracting the text; the report the request titles
+    does not exist yet, so the task goes on (with the reason as a learning) and the next
+    step writes it."""
+    store = MemoryStore()
+    store.add(
+        "notes.txt", "text/plain", b"Aurora Bakery opened on 12 June.", label="round1_uploads"
+    )
+    ref = "docList:round1_uploads"
+    llm = ScriptedLLM(
+        [
+            taskplan("Extract the notes and write the report", first=select(
+                "document.extract", requiredInputDocuments=[ref])),
+            stop(),
+            select("document.generateReport", requiredInputDocuments=[ref]),
+            stop(),  # no Stage 2: the host's defaults take the title from the request
+            "The report “Aurora summary” is written.",
+        ]
+    )  # fmt: skip
+    prompt = "Extract the text of the attached notes, then write a report titled 'Aurora summary'."
+    events = await collect(make_state(prompt=prompt), llm, store=store)
+    llm.assert_complete()
+    said = "the request asks for a document titled “Aurora summary” and none exists yet"
+    assert f"Refine judged the criteria met, but {said}; the task goes on." in [
+        s.reason for s in of(events, "status")
+    ]
+    assert f"Still to do: {said}." in llm.calls[2].messages[-1]["content"]
+    refines = of(events, "refine")
+    assert [(r.decision, r.criteriaMet) for r in refines] == [("continue", False), ("stop", True)]
+    assert of(events, "task")[-1].status == "success"
+    assert "aurora_summary.md" in [d.name for d in of(events, "message")[-1].documents]
+
+
+async def test_a_task_cut_short_before_the_titled_report_says_what_is_left() -> None:
+    """Refine calls the task done at the step limit, before the report the request titles was
+    written: the task is incomplete, saying what is left, not refine's "Done."."""
+    store = MemoryStore()
+    store.add(
+        "notes.txt", "text/plain", b"Aurora Bakery opened on 12 June.", label="round1_uploads"
+    )
+    ref = "docList:round1_uploads"
+    llm = ScriptedLLM(
+        [
+            taskplan("Extract and report", first=select(
+                "document.extract", requiredInputDocuments=[ref])),
+            stop(), review("success"), "The text is extracted.",
+        ]
+    )  # fmt: skip
+    prompt = "Extract the text of the attached notes, then write a report titled 'Aurora summary'."
+    events = await collect(make_state(prompt=prompt, max_steps=1), llm, store=store)
+    llm.assert_complete()
+    said = "the request asks for a document titled “Aurora summary” and none exists yet"
+    task = of(events, "task")[-1]
+    assert task.status == "incomplete"
+    assert task.reason == f"The maximum of 1 step was reached. Still to do: {said}."
+    assert of(events, "message")[-1].content.startswith("**Not finished:** task 1")

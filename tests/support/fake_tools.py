@@ -24,6 +24,7 @@ from workflows.engine.records.protocols import (
     WebFinding,
 )
 from workflows.tools import CATALOG
+from workflows.tools.documents.report import file_stem
 
 Behaviour = Callable[[Any, ActionContext], Awaitable[ActionResult]]
 
@@ -96,7 +97,8 @@ async def _report(params: Any, ctx: ActionContext) -> ActionResult:
     texts = await _text_of(ctx)
     title = params.title or ctx.objective or "Report"
     body = f"# {title}\n\n" + "\n\n".join(f"## {n}\n\n{t}" for n, t in texts)
-    doc = ProducedDocument(name="report.md", mime="text/markdown", data=body.encode())
+    name = f"{file_stem(params.title)}.md" if params.title else "report.md"  # as the real one
+    doc = ProducedDocument(name=name, mime="text/markdown", data=body.encode())
     return ActionResult(success=True, documents=[doc], label="report")
 
 

@@ -17,6 +17,7 @@ from workflows.engine.loop.asked import calculation_note, requested_unavailable
 from workflows.engine.loop.checks import arithmetic_note, sources_note
 from workflows.engine.loop.core import BUDGET_CODES, RoundContext
 from workflows.engine.loop.deadline import stream_within
+from workflows.engine.loop.defaults import requested_titles
 from workflows.engine.model.facts import answer_facts
 from workflows.engine.model.request import Request
 from workflows.engine.prompting.history import render_history
@@ -149,8 +150,16 @@ def unread_line(ctx: RoundContext) -> str:
 def missing_line(ctx: RoundContext) -> str:
     """The actions the model wanted, or the request names or needs (web search for current
     facts), that are not available here, with why ("" when none): said first, whether the
-    task plan chose actions or a direct answer."""
-    missing = {name: why for task in ctx.tasks for name, why in task.missing.items()}
+    task plan chose actions or a direct answer. A web action the model wanted is not named
+    when the user attached the sources to this message and the task succeeded from them: it
+    was not needed (a small model reaches for web.crawl to read an attached file)."""
+    attached = any(ref.source == "uploaded" and ref.round == ctx.round for ref in ctx.store.index())
+    missing = {
+        name: why
+        for task in ctx.tasks
+        for name, why in task.missing.items()
+        if not (attached and task.status == "success" and name.startswith("web."))
+    }
     for name, why in requested_unavailable(ctx.state.prompt, unavailable_actions(ctx)).items():
         missing.setdefault(name, why)
     if not missing:
@@ -185,6 +194,13 @@ def names_a_document(name: str, refs: list[DocumentRef]) -> bool:
             if words.strip() and (claimed in words or words in claimed):
                 return True
     return False
+
+
+def unwritten_titles(ctx: RoundContext) -> list[str]:
+    """The titles the request gives documents it asks for that no document of this round
+    carries: work a model may call done before it is."""
+    produced = produced_documents(ctx)
+    return [t for t in requested_titles(ctx.state.prompt) if not names_a_document(t, produced)]
 
 
 def unsupported_claims(text: str, ctx: RoundContext, produced: list[DocumentRef]) -> str:

@@ -105,6 +105,19 @@ def _time_range(text: str) -> str:
     return "month"
 
 
+_TITLED = re.compile(
+    r"\b(?:report|document|file|summary|note|notes|brief|briefing|memo|page)\s+"
+    r"(?:titled|named|called|entitled)\s+[\"'“‘]([^\"'“”‘’\n]{2,80})[\"'”’]",
+    re.IGNORECASE,
+)
+
+
+def requested_titles(prompt: str) -> list[str]:
+    """The titles the request gives the documents it asks for ("a report titled 'Aurora
+    summary'")."""
+    return [match.group(1).strip() for match in _TITLED.finditer(prompt)]
+
+
 def apply_defaults(
     model: type[BaseModel], parameters: dict[str, Any], ctx: DefaultsContext
 ) -> tuple[dict[str, Any], list[str]]:
@@ -123,6 +136,8 @@ def apply_defaults(
 
     put("language", [ctx.language])
     put("searchDepth", [search_depth(ctx.task_type, ctx.text)])
+    if titles := requested_titles(ctx.text):  # the request's own title for its report
+        put("title", titles[:1])
     if "timeRange" in fields:
         if wants_freshness(ctx.text):
             put("timeRange", [_time_range(ctx.text)])

@@ -14,7 +14,7 @@ from workflows.engine.loop.actions import (
     record_step,
     task_text,
 )
-from workflows.engine.loop.answer import answer_key
+from workflows.engine.loop.answer import answer_key, unwritten_titles
 from workflows.engine.loop.core import Out, Rejected, RoundContext, Step, TaskState
 from workflows.engine.loop.defaults import DefaultsContext, apply_defaults
 from workflows.engine.model.calls import ask, rejected_proposal, with_cause
@@ -184,6 +184,22 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
             "info",
             "Refine judged the success criteria met but asked to continue; the task stops "
             "here, and its steps decide whether it succeeded.",
+            task=task.number,
+            action=step.action,
+        )
+    unwritten = unwritten_titles(ctx) if task is ctx.tasks[-1] else []
+    task.left = ""
+    if verdict.decision == "stop" and verdict.criteriaMet and unwritten:
+        # The judgement, checked: the document the request asks for does not exist yet.
+        said = f"the request asks for a document titled “{unwritten[0]}” and none exists yet"
+        ctx.add_learnings([f"Still to do: {said}."])
+        task.left = said
+        verdict = verdict.model_copy(
+            update={"decision": "continue", "criteriaMet": False, "next": None}
+        )
+        yield ctx.status(
+            "info",
+            f"Refine judged the criteria met, but {said}; the task goes on.",
             task=task.number,
             action=step.action,
         )

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Literal
 
 from workflows.engine.loop import actionplan, react, thinking
-from workflows.engine.loop.answer import answer_key, final_answer, unavailable_answer
+from workflows.engine.loop.answer import (
+    answer_key,
+    final_answer,
+    unavailable_answer,
+    unwritten_titles,
+)
 from workflows.engine.loop.closing import OpenWork
 from workflows.engine.loop.controls import Controls
 from workflows.engine.loop.core import BUDGET_CODES, Out, Rejected, RoundContext, TaskState
@@ -265,13 +270,14 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
             task.failure = task.unfinished_reason() if unfinished else task.stop_reason
             yield ctx.task_event(task, "incomplete" if unfinished else "failed", task.failure)
             return
-        if task.stop_code == "criteria_met" and not task.facts():
+        unwritten = unwritten_titles(ctx) if task is ctx.tasks[-1] else []
+        if task.stop_code == "criteria_met" and not task.facts() and not unwritten:
             verdict = settled_by_refine(task)  # nothing a review could add
         else:
             reviewed: Out[TaskReview] = Out()
             async for event in review(ctx, task, reviewed):
                 yield event
-            verdict = grounded(task, reviewed.value, reviewed.error)
+            verdict = grounded(task, reviewed.value, reviewed.error, unwritten)
             if verdict.status == "success" and answers_with_review(ctx):  # the review's answer
                 task.answer = (getattr(reviewed.value, "answer", None) or "").strip()
         retrying = verdict.status == "retry" and task.attempt <= ctx.state.max_task_retries
@@ -314,11 +320,16 @@ def settled_by_refine(task: TaskState) -> TaskReview:
     )
 
 
-def grounded(task: TaskState, review: TaskReview | None, error: str = "") -> TaskReview:
+def grounded(
+    task: TaskState, review: TaskReview | None, error: str = "", unwritten: Sequence[str] = ()
+) -> TaskReview:
     """The review checked against what happened: it may turn a success into a failure or a
-    retry, never a failure into a success. (A task cut short with work left is incomplete
-    whatever the review says: see `run_task`.)"""
+    retry, never a failure into a success (`unwritten`: titles of documents the request asks
+    for that the round has not written). A task cut short with work left is incomplete
+    whatever the review says: see `run_task`."""
     unsupported = task.facts()
+    if not unsupported and unwritten:
+        unsupported = f"no document titled “{unwritten[0]}” was written"
     if review is None:  # `error`: why the model gave none
         met = task.stop_code == "criteria_met" and not unsupported
         status: Literal["success", "failed"] = "success" if met else "failed"

@@ -88,6 +88,9 @@ class TaskState:
     """What the last refinement said when it asked to continue ("" before the first one, and
     once one stopped): the agent's own judgement that work is left. A task cut short while it
     is set is incomplete, whatever a review says (see `cut_short`)."""
+    left: str = ""
+    """What the host found still to do when it turned refine's "done" into "continue" (a
+    document the request titles that does not exist): said instead of refine's words."""
 
     def next_action(self) -> int:
         """The next action number; numbering goes on across retries so labels never clash."""
@@ -122,6 +125,8 @@ class TaskState:
         said = said if len(said) <= 300 else said[:299] + "…"
         stopped = self.stop_reason.strip()
         stopped = stopped if stopped.endswith((".", "!", "?")) else f"{stopped}."
+        if self.left:
+            return f"{stopped} Still to do: {self.left}."
         return f"{stopped} Its last refinement said more was needed: “{said}”"
 
     def failure_reason(self, judged: str) -> str:
