@@ -483,9 +483,9 @@ if __name__ == "__main__":
         if arguments.repeat > 1:
             print(f"\n=== Run {run + 1} of {arguments.repeat}", flush=True)
         done += asyncio.run(main(arguments))
+        if arguments.json:  # after each run: a stopped series keeps what it measured
+            arguments.json.write_text(json.dumps([r.__dict__ for r in done], indent=2))
     if arguments.repeat > 1:
         per_run = len(done) // arguments.repeat
         solved = [sum(r.ok for r in done[i : i + per_run]) for i in range(0, len(done), per_run)]
         print(f"\nSolved per run: {', '.join(f'{n}/{per_run}' for n in solved)}")
-    if arguments.json:
-        arguments.json.write_text(json.dumps([r.__dict__ for r in done], indent=2))
