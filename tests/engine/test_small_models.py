@@ -452,15 +452,21 @@ def test_a_local_models_stage_one_instruction_stays_as_measured() -> None:
     assert "whose value no default gives" in hosted and "without another call" in hosted
 
 
+TWO_STEPS = "Extract the text of the attached notes, then write a report titled 'Aurora summary'."
+
+
+def notes_attached() -> tuple[MemoryStore, str]:
+    """A store holding the user's notes, and the reference that names them."""
+    store = MemoryStore()
+    store.add("notes.txt", "text/plain", b"Aurora opened on 12 June.", label="round1_uploads")
+    return store, "docList:round1_uploads"
+
+
 async def test_a_report_the_request_titles_is_not_done_until_it_exists() -> None:
     """Refine calls the task done after extracting the text; the report the request titles
     does not exist yet, so the task goes on (with the reason as a learning) and the next
     step writes it."""
-    store = MemoryStore()
-    store.add(
-        "notes.txt", "text/plain", b"Aurora Bakery opened on 12 June.", label="round1_uploads"
-    )
-    ref = "docList:round1_uploads"
+    store, ref = notes_attached()
     llm = ScriptedLLM(
         [
             taskplan("Extract the notes and write the report", first=select(
@@ -471,7 +477,7 @@ async def test_a_report_the_request_titles_is_not_done_until_it_exists() -> None
             "The report “Aurora summary” is written.",
         ]
     )  # fmt: skip
-    prompt = "Extract the text of the attached notes, then write a report titled 'Aurora summary'."
+    prompt = TWO_STEPS
     events = await collect(make_state(prompt=prompt), llm, store=store)
     llm.assert_complete()
     said = "the request asks for a document titled “Aurora summary” and none exists yet"
@@ -488,11 +494,7 @@ async def test_a_report_the_request_titles_is_not_done_until_it_exists() -> None
 async def test_a_task_cut_short_before_the_titled_report_says_what_is_left() -> None:
     """Refine calls the task done at the step limit, before the report the request titles was
     written: the task is incomplete, saying what is left, not refine's "Done."."""
-    store = MemoryStore()
-    store.add(
-        "notes.txt", "text/plain", b"Aurora Bakery opened on 12 June.", label="round1_uploads"
-    )
-    ref = "docList:round1_uploads"
+    store, ref = notes_attached()
     llm = ScriptedLLM(
         [
             taskplan("Extract and report", first=select(
@@ -500,7 +502,7 @@ async def test_a_task_cut_short_before_the_titled_report_says_what_is_left() -> 
             stop(), review("success"), "The text is extracted.",
         ]
     )  # fmt: skip
-    prompt = "Extract the text of the attached notes, then write a report titled 'Aurora summary'."
+    prompt = TWO_STEPS
     events = await collect(make_state(prompt=prompt, max_steps=1), llm, store=store)
     llm.assert_complete()
     said = "the request asks for a document titled “Aurora summary” and none exists yet"
