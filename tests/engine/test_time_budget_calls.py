@@ -7,14 +7,18 @@ whatever the machine's load; only the slow call meets the budget, in real second
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from tests.engine.conftest import collect, make_state, of, params, select, taskplan
 from tests.support.fake_openai import FakeOpenAIServer, FakeReply
+from tests.support.fake_tools import FakeToolExecutor
 from workflows.engine.loop.deadline import TimeBudgetSpent, within
 from workflows.engine.loop.guards import Budget
 from workflows.engine.model.llm import OpenAICompatibleLLM
 from workflows.engine.records.state import Budgets
+from workflows.engine.testing import ScriptedLLM
 
 BUDGET = 3.0
 """Seconds the slow call may take: long enough for a loaded machine's local calls, whose
@@ -97,3 +101,33 @@ async def test_a_calls_own_timeout_is_not_taken_for_the_budgets() -> None:
 
     with pytest.raises(TimeoutError, match="the call's own"):
         await within(budget, times_out())
+
+
+class HangingTools(FakeToolExecutor):
+    """The fake catalog whose every action runs until it is cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled = False
+
+    async def execute(self, name, params, ctx):
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+
+
+async def test_an_action_running_when_the_time_is_up_is_cut_too() -> None:
+    """An action (with any model calls of its own) is cut where the budget runs out; the
+    round ends as when a model call is cut."""
+    tools = HangingTools()
+    llm = ScriptedLLM([taskplan("t"), select(), params(query="q")])
+    state = make_state(budgets=Budgets(seconds=BUDGET))
+    events = await collect(state, llm, tools=tools, clock=still)
+    llm.assert_complete()
+    assert tools.cancelled
+    assert [e.code for e in of(events, "status") if e.code != "info"] == ["time_budget"]
+    assert [s.status for s in of(events, "step")] == ["started", "stopped"]
+    assert of(events, "task")[-1].status == "incomplete"
+    assert of(events, "round")[-1].status == "failed"

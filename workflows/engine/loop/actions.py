@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from workflows.engine.loop.core import Out, Rejected, RoundContext, Step, StepTrace, TaskState
+from workflows.engine.loop.deadline import TimeBudgetSpent, within
 from workflows.engine.loop.defaults import DefaultsContext, apply_defaults
 from workflows.engine.loop.guards import (
     UnsafeParameter,
@@ -259,7 +260,8 @@ async def run_tool(
     ctx: RoundContext, call: ActionCall, documents: list[DocumentRef], connection: str | None
 ) -> Ran:
     """Run the tool with its context (documents, the connection's secret, the round's model,
-    counted); a tool that raises fails the action, never the round."""
+    counted); a tool that raises fails the action, never the round. The round's time budget
+    running out cuts it (TimeBudgetSpent)."""
     metered = MeteredLLM(ctx.llm)
     action_ctx = ActionContext(
         documents=documents,
@@ -270,8 +272,12 @@ async def run_tool(
         objective=call.objective,
     )
     started = ctx.clock()
-    try:
-        result = await ctx.tools.execute(call.name, call.prepared.params, action_ctx)
+    try:  # cut, with its model calls, where the round's time budget runs out
+        result = await within(
+            ctx.budget, ctx.tools.execute(call.name, call.prepared.params, action_ctx)
+        )
+    except TimeBudgetSpent:
+        raise  # the round ends as a spent budget does (`cutoff`)
     except Exception as error:  # a tool bug must not end the round; CancelledError passes
         result = ActionResult(success=False, error=f"{type(error).__name__}: {error}")
     duration = int((ctx.clock() - started) * 1000)
