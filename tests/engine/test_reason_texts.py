@@ -126,12 +126,12 @@ async def the_token_budget_before_any_refinement() -> list[Event]:
 async def the_time_budget() -> list[Event]:
     now = [0.0]
 
-    def clock() -> float:
-        now[0] += 4.0
-        return now[0]
+    def late_refine(messages: object) -> dict:
+        now[0] = 100.0  # the round's time is up when refine has answered
+        return cont()
 
-    replies = [taskplan("t"), select(), params(query="q"), cont()]
-    return await run(replies, settings={"budgets": Budgets(seconds=46)}, clock=clock)
+    replies = [taskplan("t"), select(), params(query="q"), late_refine]
+    return await run(replies, settings={"budgets": Budgets(seconds=30)}, clock=lambda: now[0])
 
 
 @scenario
