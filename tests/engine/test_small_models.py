@@ -510,3 +510,21 @@ async def test_a_task_cut_short_before_the_titled_report_says_what_is_left() -> 
     assert task.status == "incomplete"
     assert task.reason == f"The maximum of 1 step was reached. Still to do: {said}."
     assert of(events, "message")[-1].content.startswith("**Not finished:** task 1")
+
+
+async def test_a_document_headed_with_the_requested_title_is_the_titled_report() -> None:
+    """The model wrote the report with ai.process (its file is processed.md) under the
+    requested title as its first heading: that is the document the request asked for, and
+    refine's "done" stands."""
+    store, ref = notes_attached()
+    llm = ScriptedLLM(
+        [
+            taskplan("Extract and report", first=select(
+                "ai.process", requiredInputDocuments=[ref])),
+            params(aiPrompt="Aurora summary"), stop(), "Written.",
+        ]
+    )  # fmt: skip
+    events = await collect(make_state(prompt=TWO_STEPS), llm, store=store)
+    llm.assert_complete()
+    assert [(r.decision, r.criteriaMet) for r in of(events, "refine")] == [("stop", True)]
+    assert of(events, "task")[-1].status == "success"

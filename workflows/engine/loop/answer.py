@@ -196,11 +196,20 @@ def names_a_document(name: str, refs: list[DocumentRef]) -> bool:
     return False
 
 
-def unwritten_titles(ctx: RoundContext) -> list[str]:
+async def unwritten_titles(ctx: RoundContext) -> list[str]:
     """The titles the request gives documents it asks for that no document of this round
-    carries: work a model may call done before it is."""
+    carries, as its name or its first heading: work a model may call done before it is."""
     produced = produced_documents(ctx)
-    return [t for t in requested_titles(ctx.state.prompt) if not names_a_document(t, produced)]
+    titles = [t for t in requested_titles(ctx.state.prompt) if not names_a_document(t, produced)]
+    if not titles:
+        return []
+    headings = set()
+    for ref in produced:
+        if ref.mime.startswith("text/"):
+            head = (await ctx.store.read(ref))[:2_000].decode("utf-8", "replace").lstrip()
+            if head.startswith("#"):
+                headings.add(_words(head.splitlines()[0]))
+    return [title for title in titles if _words(title) not in headings]
 
 
 def unsupported_claims(text: str, ctx: RoundContext, produced: list[DocumentRef]) -> str:

@@ -187,7 +187,7 @@ async def iterate(ctx: RoundContext, step: Step, stop: Out[bool]) -> AsyncIterat
             task=task.number,
             action=step.action,
         )
-    unwritten = unwritten_titles(ctx) if task is ctx.tasks[-1] else []
+    unwritten = await unwritten_titles(ctx) if task is ctx.tasks[-1] else []
     task.left = ""
     if verdict.decision == "stop" and verdict.criteriaMet and unwritten:
         # The judgement, checked: the document the request asks for does not exist yet.

@@ -270,7 +270,7 @@ async def run_task(ctx: RoundContext, task: TaskState) -> AsyncIterator[Event]:
             task.failure = task.unfinished_reason() if unfinished else task.stop_reason
             yield ctx.task_event(task, "incomplete" if unfinished else "failed", task.failure)
             return
-        unwritten = unwritten_titles(ctx) if task is ctx.tasks[-1] else []
+        unwritten = await unwritten_titles(ctx) if task is ctx.tasks[-1] else []
         if task.stop_code == "criteria_met" and not task.facts() and not unwritten:
             verdict = settled_by_refine(task)  # nothing a review could add
         else:
