@@ -243,6 +243,20 @@ async def run_task(task: Task, llm: LLM, settings: dict, args: argparse.Namespac
     )
 
 
+HOST_LINES = re.compile(
+    r"(?m)^(?:_.*_|\s*- (?:Task|Step) \d+.*|I stopped (?:early|here): .*|\*\*Not (?:finished|"
+    r"available here|read):\*\*.*|The answer could not be written: .*|I could not finish.*)$"
+)
+"""Lines the host writes, not the model: a document's italic metadata (`_TEXT, 1 section(s)_`),
+the list of what each task and step did, and the host's own lines above an answer."""
+
+
+def model_text(text: str) -> str:
+    """A document or answer without the host's lines and its list of sources (`## Sources`,
+    which the host appends): what the model wrote."""
+    return HOST_LINES.sub("", text.split("\n## Sources\n", 1)[0])
+
+
 def figure_audit(results: list[Result]) -> None:
     """The faithfulness check on the suite's reports and answers: every figure the model wrote
     (headings and tables too), judged against the notes the tasks attach, and whether the
@@ -253,7 +267,7 @@ def figure_audit(results: list[Result]) -> None:
         if r.task not in ("report", "two_steps"):
             continue
         texts = [t for name, t in r.produced.items() if name.endswith(".md")]
-        for text in [*texts, r.answer]:
+        for text in [model_text(t) for t in [*texts, r.answer]]:
             body, _, tail = text.partition("\n---\n\n_Checked against the sources")
             body, _, note = body.partition("\n\n> Checked against the sources")
             flagged_here = {w for w, _ in figures_in(tail.partition("Taken out")[2])}
