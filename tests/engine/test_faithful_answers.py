@@ -74,6 +74,34 @@ def test_true_figures_pass_however_they_are_written() -> None:
         assert check_sources(sentence, [NOTES]).figures() == [], sentence
 
 
+def test_a_true_number_given_for_another_thing_is_flagged() -> None:
+    """As the 0.5B wrote it in a real run: "12" is in the notes, but as a date beside none of
+    the sentence's words; "14" stands beside "engineers" there. Figures the notes give for the
+    same thing pass however they are written; a bare figure with no words to judge is left."""
+    claim = (
+        "The Riga office now has 14 engineers, which is a significant increase from the "
+        "previous 12 engineers."
+    )
+    check = check_sources(claim, [NOTES], context=[REQUEST])
+    assert check.figures() == []  # each number is somewhere in the notes
+    [judged] = check.checked
+    assert judged.elsewhere == ("12",) and judged.invented and not judged.supported
+    assert "figures they give only for something else: “12”" in check.summary()
+    assert "(12, given for something else)" in check.note()
+    for sentence in (
+        "The next review meeting is scheduled for June 12.",
+        "Number of engineers: 14",
+        "The budget for the year 2025 is 2.4 million euros.",
+        "- 14",
+    ):
+        assert check_sources(sentence, [NOTES]).claims[0].elsewhere == (), sentence
+    kept, removed = without_invented(
+        f"{claim}\n\nThe lab opened on 3 March.",
+        check_sources(f"{claim}\n\nThe lab opened on 3 March.", [NOTES]),
+    )
+    assert [c.text for c in removed] == [claim] and kept == "The lab opened on 3 March."
+
+
 def test_an_invented_sentence_without_figures_is_not_supported() -> None:
     """What the file never says fails the word check, and is counted in the summary."""
     check = check_sources(

@@ -6,7 +6,9 @@ sources the text was written from (the user's files, the fetched pages, the requ
 checks each sentence against them, without a model call:
 
 - every figure (a number, with its decimal separators, percent and scale words read) must
-  occur in the sources, in any of its plausible readings ("2.4 million" is 2,400,000);
+  occur in the sources, in any of its plausible readings ("2.4 million" is 2,400,000), and
+  beside at least one of the sentence's words there (the sentence, or the two before it):
+  "the previous 12 engineers" is not supported by "the meeting is on 12 June";
 - every quoted phrase must occur in them word for word, every capitalised name as a word;
 - most of the sentence's content words must occur in them (a paraphrase keeps them; an
   invented sentence does not).
@@ -66,18 +68,23 @@ class Claim:
     """Its capitalised names that the sources do not hold."""
     quotes: tuple[str, ...] = ()
     """Its quoted phrases that the sources do not hold word for word."""
+    elsewhere: tuple[str, ...] = ()
+    """Its figures that the sources hold only beside other words: the right number for
+    another thing ("the previous 12 engineers" from "the meeting is on 12 June")."""
 
     @property
     def checked(self) -> bool:
         """Whether there is anything to check: enough content words, or a figure, a name or a
         quote (a short sentence like "Here it is." is neither supported nor not)."""
-        return self.words >= MIN_WORDS or bool(self.figures or self.names or self.quotes)
+        return self.words >= MIN_WORDS or bool(
+            self.figures or self.names or self.quotes or self.elsewhere
+        )
 
     @property
     def invented(self) -> bool:
-        """A figure or a quote the sources do not hold: something precise that was not taken
-        from them."""
-        return bool(self.figures or self.quotes)
+        """A figure or a quote the sources do not hold (or hold only for another thing):
+        something precise that was not taken from them."""
+        return bool(self.figures or self.quotes or self.elsewhere)
 
     @property
     def supported(self) -> bool:
@@ -119,6 +126,10 @@ class SourceCheck:
         )
         if figures := self.figures():
             head += "; figures not found in them: " + ", ".join(f"“{f}”" for f in figures[:8])
+        if elsewhere := list(dict.fromkeys(f for c in self.claims for f in c.elsewhere)):
+            head += "; figures they give only for something else: " + ", ".join(
+                f"“{f}”" for f in elsewhere[:8]
+            )
         return head + "."
 
     def note(self) -> str:
@@ -146,7 +157,8 @@ def shortened(text: str, limit: int = 160) -> str:
 
 def why(claim: Claim) -> str:
     """What of a sentence is not in the sources, in parentheses ("" for its words alone)."""
-    parts = [*claim.figures, *(f"“{q}”" for q in claim.quotes), *claim.names]
+    parts = [*claim.figures, *(f"{f}, given for something else" for f in claim.elsewhere)]
+    parts += [*(f"“{q}”" for q in claim.quotes), *claim.names]
     return f" ({', '.join(parts[:4])})" if parts else ""
 
 
@@ -162,6 +174,9 @@ class Sources:
     text: str
     """Lower case, whitespace collapsed."""
     count: int
+    places: tuple[tuple[frozenset[float], frozenset[str]], ...] = ()
+    """Each sentence's figures, with the content words around them (that sentence and the
+    two before it, where a table's header or a list's lead-in says what a figure is)."""
 
     @classmethod
     def of(cls, texts: Iterable[str]) -> Sources:
@@ -172,7 +187,22 @@ class Sources:
         words = frozenset(content_words(joined)) | frozenset(
             stem(w) for w in WORD.findall(joined) if len(w) >= 4
         )
-        return cls(words, frozenset(values), " ".join(joined.lower().split()), len(kept))
+        places = []
+        for text in kept:
+            spans = [text[a:b] for a, b in pieces(text)]
+            for index, piece in enumerate(spans):
+                if found := {v for _, vs in figures_in(piece) for v in vs}:
+                    around = " ".join(spans[max(0, index - 2) : index + 1])
+                    places.append((frozenset(found), frozenset(content_words(around))))
+        flat = " ".join(joined.lower().split())
+        return cls(words, frozenset(values), flat, len(kept), tuple(places))
+
+    def gives_elsewhere(self, values: set[float], words: set[str]) -> bool:
+        """Whether the sources hold a figure only beside none of a sentence's words (judged
+        when the sentence has two or more words the sources hold: else there is no telling)."""
+        if len(words & self.words) < 2 or not self.places:
+            return False
+        return not any(values & found and words & near for found, near in self.places)
 
     def holds_phrase(self, phrase: str) -> bool:
         """Whether the sources hold a phrase word for word (case and spacing aside)."""
@@ -196,8 +226,13 @@ class Sources:
 
 def check_claim(sentence: str, start: int, sources: Sources) -> Claim:
     """One sentence against the sources."""
-    figures = tuple(
-        written for written, values in figures_in(sentence) if not values & sources.values
+    written_figures = figures_in(sentence)
+    figures = tuple(written for written, values in written_figures if not values & sources.values)
+    context = set(content_words(sentence))
+    elsewhere = tuple(
+        written
+        for written, values in written_figures
+        if values & sources.values and sources.gives_elsewhere(values, context)
     )
     quotes = tuple(q for q in QUOTE.findall(sentence) if not sources.holds_phrase(q))
     names = tuple(
@@ -218,6 +253,7 @@ def check_claim(sentence: str, start: int, sources: Sources) -> Claim:
         figures=tuple(dict.fromkeys(figures)),
         names=names,
         quotes=quotes,
+        elsewhere=tuple(dict.fromkeys(elsewhere)),
     )
 
 
