@@ -96,7 +96,7 @@ def page(app_url):
             "console",
             lambda m: "Content Security Policy" in m.text and violations.append(m.text),
         )
-        page.set_default_timeout(20_000)
+        page.set_default_timeout(60_000)  # a busy machine: a page may wait long for its turn
         try:
             yield page
             page.evaluate("() => new Promise((done) => setTimeout(done, 0))")  # flush reports

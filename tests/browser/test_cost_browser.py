@@ -38,8 +38,18 @@ def run_one_round(page, app_url, model, tmp_path) -> list[dict]:
     ]
 
 
-def cost_of(page, selector: str) -> tuple[float, str, str]:
-    """An element's cost as data (amount, currency) and its text."""
+SETTLES = """([selector, amount]) => {
+    const element = document.querySelector(selector);
+    return element && Math.abs(parseFloat(element.dataset.cost) - amount) < 1e-9;
+}"""
+
+
+def cost_of(page, selector: str, settles_at: float | None = None) -> tuple[float, str, str]:
+    """An element's cost as data (amount, currency) and its text; with `settles_at`, once it
+    shows that amount (the round's last events may reach the page after its final status on
+    a busy machine; an amount that never comes fails the wait)."""
+    if settles_at is not None:
+        page.wait_for_function(SETTLES, arg=[selector, settles_at], timeout=30_000)
     element = page.wait_for_selector(f"{selector}[data-cost]")
     return (
         float(element.get_attribute("data-cost")),
@@ -60,14 +70,14 @@ def test_costs_on_the_page_are_the_stored_usage_times_the_prices(page, app_url, 
     in_step = sum(priced(call) for call in step_calls)
     assert step_calls and 0 < in_step < everything
 
-    amount, currency, text = cost_of(page, "#step-1-1-1-badge")
+    amount, currency, text = cost_of(page, "#step-1-1-1-badge", in_step)
     assert currency == "EUR" and amount == pytest.approx(in_step, abs=1e-9)
     assert pricing.money(in_step, "EUR") in text
     assert "cached input" in page.get_attribute("#step-1-1-1-badge", "title")
-    amount, currency, text = cost_of(page, "#round-1-meta .cost")
+    amount, currency, text = cost_of(page, "#round-1-meta .cost", everything)
     assert amount == pytest.approx(everything, abs=1e-9)
     assert text == pricing.money(everything, "EUR")
-    amount, currency, text = cost_of(page, "#token-meter")
+    amount, currency, text = cost_of(page, "#token-meter", everything)
     assert amount == pytest.approx(everything, abs=1e-9)
     assert text.endswith(f" tokens · {pricing.money(everything, 'EUR')}")
     settled_everywhere(page)
