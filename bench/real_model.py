@@ -244,8 +244,9 @@ async def run_task(task: Task, llm: LLM, settings: dict, args: argparse.Namespac
 
 
 HOST_LINES = re.compile(
-    r"(?m)^(?:_.*_|\s*- (?:Task|Step) \d+.*|I stopped (?:early|here): .*|\*\*Not (?:finished|everything worked|"
-    r"available here|read):\*\*.*|The answer could not be written: .*|I could not finish.*)$"
+    r"(?m)^(?:_.*_|\s*- (?:Task|Step) \d+.*|I stopped (?:early|here): .*|"
+    r"\*\*Not (?:finished|everything worked|available here|read):\*\*.*|"
+    r"The answer could not be written: .*|I could not finish.*)$"
 )
 """Lines the host writes, not the model: a document's italic metadata (`_TEXT, 1 section(s)_`),
 the list of what each task and step did, and the host's own lines above an answer."""
