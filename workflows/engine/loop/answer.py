@@ -17,7 +17,6 @@ from workflows.engine.loop.asked import calculation_note, requested_unavailable
 from workflows.engine.loop.checks import arithmetic_note, sources_note
 from workflows.engine.loop.core import BUDGET_CODES, RoundContext
 from workflows.engine.loop.deadline import stream_within
-from workflows.engine.loop.defaults import requested_titles
 from workflows.engine.model.facts import answer_facts
 from workflows.engine.model.request import Request
 from workflows.engine.prompting.history import render_history
@@ -180,36 +179,20 @@ def claimed_names(text: str) -> set[str]:
     return {name for name in names if name and not _FILE_NAME.fullmatch(f'"{name}"')}
 
 
-def _words(text: str) -> str:
+def words_of(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def names_a_document(name: str, refs: list[DocumentRef]) -> bool:
     """Whether a name without an extension is one of the documents' (a report's title is its
     file name's stem: "Baltic Solar Briefing" is baltic_solar_briefing.md), or part of one's."""
-    claimed = f" {_words(name)} "
+    claimed = f" {words_of(name)} "
     for ref in refs:
         for known in (ref.name, ref.name.rsplit(".", 1)[0], ref.label):
-            words = f" {_words(known)} "
+            words = f" {words_of(known)} "
             if words.strip() and (claimed in words or words in claimed):
                 return True
     return False
-
-
-async def unwritten_titles(ctx: RoundContext) -> list[str]:
-    """The titles the request gives documents it asks for that no document of this round
-    carries, as its name or its first heading: work a model may call done before it is."""
-    produced = produced_documents(ctx)
-    titles = [t for t in requested_titles(ctx.state.prompt) if not names_a_document(t, produced)]
-    if not titles:
-        return []
-    headings = set()
-    for ref in produced:
-        if ref.mime.startswith("text/"):
-            head = (await ctx.store.read(ref))[:2_000].decode("utf-8", "replace").lstrip()
-            if head.startswith("#"):
-                headings.add(_words(head.splitlines()[0]))
-    return [title for title in titles if _words(title) not in headings]
 
 
 def unsupported_claims(text: str, ctx: RoundContext, produced: list[DocumentRef]) -> str:

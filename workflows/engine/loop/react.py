@@ -14,9 +14,10 @@ from workflows.engine.loop.actions import (
     record_step,
     task_text,
 )
-from workflows.engine.loop.answer import answer_key, unwritten_titles
+from workflows.engine.loop.answer import answer_key
 from workflows.engine.loop.core import Out, Rejected, RoundContext, Step, TaskState
 from workflows.engine.loop.defaults import DefaultsContext, apply_defaults
+from workflows.engine.loop.titles import unwritten_titles
 from workflows.engine.model.calls import ask, rejected_proposal, with_cause
 from workflows.engine.prompting.catalog import catalog_check, select, task_catalog
 from workflows.engine.prompting.narrowed import parameters_output

@@ -11,7 +11,6 @@ from workflows.engine.loop.answer import (
     answer_key,
     final_answer,
     unavailable_answer,
-    unwritten_titles,
 )
 from workflows.engine.loop.closing import OpenWork
 from workflows.engine.loop.controls import Controls
@@ -19,6 +18,7 @@ from workflows.engine.loop.core import BUDGET_CODES, Out, Rejected, RoundContext
 from workflows.engine.loop.cutoff import budget_closing
 from workflows.engine.loop.deadline import TimeBudgetSpent
 from workflows.engine.loop.guards import allowed_tools
+from workflows.engine.loop.titles import unwritten_titles
 from workflows.engine.model.calls import ask, rejected_proposal, with_cause
 from workflows.engine.prompting.catalog import catalog_check, task_catalog
 from workflows.engine.prompting.history import render_history
